@@ -1,0 +1,35 @@
+#pragma once
+// Subcommand registry of octoplan: each cmd_*.cpp adds one CLI11 subcommand, so adding a
+// command is one new file and no edit here.
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cost/inputs.hpp"
+
+namespace octoplan {
+
+/// Runs the parsed subcommand; returns the process exit code.
+using Runner = std::function<int()>;
+/// Adds the subcommand to `app` and returns what runs it once the command line is parsed.
+using Setup = Runner (*)(CLI::App& app);
+
+struct Registration {
+  /// `order` sorts subcommands in --help.
+  Registration(int order, Setup setup);
+};
+
+/// Adds MODEL and the shared input options (--cluster, --costs, --pp, --tp, --dp,
+/// --microbatches, --micro-batch, --seq, --memory-limit-gib) to `cmd`.
+void add_input_options(CLI::App* cmd, octo::InputOptions& options);
+
+/// Adds `--report FILE` (JSON of the printed figures).
+void add_report_option(CLI::App* cmd, std::string& path);
+
+/// Writes `report` to `path` atomically when `path` is not empty.
+void write_report(const std::string& path, const nlohmann::json& report);
+
+}  // namespace octoplan

@@ -1,0 +1,95 @@
+// octoplan: the planner's command line. Parsing only; the work happens in lib/.
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "command.hpp"
+#include "core/embedded.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+
+namespace octoplan {
+namespace {
+
+std::vector<std::pair<int, Setup>>& registry() {
+  static std::vector<std::pair<int, Setup>> commands;
+  return commands;
+}
+
+}  // namespace
+
+Registration::Registration(int order, Setup setup) { registry().emplace_back(order, setup); }
+
+void add_input_options(CLI::App* cmd, octo::InputOptions& o) {
+  cmd->add_option("model", o.model_path, "Model description (profiles/models/*.yaml)")->required();
+  cmd->add_option("--cluster", o.cluster_path,
+                  "Cluster description (default: the embedded h100x8, one node of 8 x H100-SXM 80 GB)");
+  cmd->add_option("--costs", o.costs_path,
+                  "Op costs (profiles/costs/*.yaml); default: analytic estimate for the cluster's device");
+  cmd->add_option("--pp", o.pp, "Pipeline devices (default: world / (tp * dp) of the cluster)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--tp", o.tp, "Tensor-parallel size (default: the cluster's)")->check(CLI::PositiveNumber);
+  cmd->add_option("--dp", o.dp, "Data-parallel size (default: the cluster's)")->check(CLI::PositiveNumber);
+  cmd->add_option("--microbatches", o.microbatches,
+                  "Micro-batches per iteration (default: the model's training settings, else 2 x PP)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", o.seq, "Sequence length (default: the model's)")->check(CLI::PositiveNumber);
+  cmd->add_option("--memory-limit-gib", o.memory_limit_gib,
+                  "Per-device memory limit in GiB (default: the device's memory)")
+      ->check(CLI::PositiveNumber);
+}
+
+void add_report_option(CLI::App* cmd, std::string& path) {
+  cmd->add_option("--report", path, "Also write the printed figures as JSON to this file");
+}
+
+void write_report(const std::string& path, const nlohmann::json& report) {
+  if (path.empty()) return;
+  octo::write_file_atomic(path, report.dump(2) + "\n");
+}
+
+}  // namespace octoplan
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "octoplan: plans pipeline-parallel training of heterogeneous LLMs (partition, placement and "
+      "schedule), simulates plans and compares them with the usual schedules."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("octoplan {}", octo::version()));
+
+  auto& commands = octoplan::registry();
+  std::stable_sort(commands.begin(), commands.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<CLI::App*, octoplan::Runner>> runners;
+  for (const auto& [order, setup] : commands) {
+    size_t before = app.get_subcommands({}).size();
+    octoplan::Runner run = setup(app);
+    auto subs = app.get_subcommands({});
+    if (subs.size() > before) runners.emplace_back(subs.back(), std::move(run));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [cmd, run] : runners) {
+      if (cmd->parsed()) return run();
+    }
+    return 0;
+  } catch (const octo::Error& e) {
+    fmt::print(stderr, "octoplan: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "octoplan: internal error: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,24 @@
+#include "core/error.hpp"
+
+namespace octo {
+
+std::string SourceLocation::str() const {
+  if (line <= 0) return file;
+  if (column <= 0) return fmt::format("{}:{}", file, line);
+  return fmt::format("{}:{}:{}", file, line, column);
+}
+
+static std::string input_message(const SourceLocation& where, const std::string& field,
+                                 const std::string& problem, const std::string& expected) {
+  std::string msg = where.str();
+  msg += ": ";
+  if (!field.empty()) msg += field + ": ";
+  msg += problem;
+  if (!expected.empty()) msg += " (expected " + expected + ")";
+  return msg;
+}
+
+InputError::InputError(SourceLocation where, std::string field, std::string problem, std::string expected)
+    : Error(input_message(where, field, problem, expected)), where_(std::move(where)), field_(std::move(field)) {}
+
+}  // namespace octo

@@ -1,0 +1,105 @@
+#pragma once
+/// Model description: the layer sequence of a (hybrid) LLM and the dimensions of each layer kind.
+/// Counts (parameters, FLOPs, activation bytes) are derived here, never typed into YAML.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace octo {
+
+/// The kinds of sublayer a pipeline layer can be made of.
+enum class BlockKind : std::uint8_t { Embedding, Mamba, Attention, Mlp, Moe, LmHead };
+
+enum class Activation : std::uint8_t { SwiGlu, SquaredRelu, Gelu };
+enum class DType : std::uint8_t { BF16, FP16, FP32 };
+/// Which activations are re-computed instead of kept: none, or the whole stage (R ops).
+enum class RecomputePolicy : std::uint8_t { None, Full, Auto };
+
+[[nodiscard]] std::string_view to_string(BlockKind kind);
+[[nodiscard]] std::string_view to_string(Activation act);
+[[nodiscard]] std::string_view to_string(DType dtype);
+[[nodiscard]] std::string_view to_string(RecomputePolicy policy);
+[[nodiscard]] int dtype_bytes(DType dtype);
+
+struct AttentionSpec {
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;  ///< 0 in YAML means hidden / heads
+};
+
+struct MambaSpec {
+  int version = 2;      ///< 2: Mamba2 / SSD (Nemotron-H); 1: Mamba (Jamba), uses dt_rank
+  int heads = 0;        ///< Mamba2 heads; d_inner = heads * head_dim
+  int head_dim = 0;
+  int state = 0;        ///< SSM state size (d_state)
+  int groups = 1;       ///< B/C groups (Mamba2)
+  int conv = 4;         ///< depthwise conv width
+  int dt_rank = 0;      ///< Mamba1 only
+  [[nodiscard]] std::int64_t inner() const { return static_cast<std::int64_t>(heads) * head_dim; }
+};
+
+struct MlpSpec {
+  std::int64_t ffn = 0;
+  Activation activation = Activation::SwiGlu;
+};
+
+struct MoeSpec {
+  int experts = 0;
+  int top_k = 0;
+  std::int64_t expert_ffn = 0;
+  int shared_experts = 0;        ///< number of always-on shared experts
+  std::int64_t shared_ffn = 0;   ///< ffn size of each shared expert (0: expert_ffn)
+  Activation activation = Activation::SwiGlu;
+};
+
+/// One unit of partitioning: the embedding, the LM head (final norm + output projection + loss),
+/// or a block of one or more sublayers, each with its own pre-RMSNorm and residual
+/// (Nemotron-H: one sublayer per block; Jamba: a mixer followed by an MLP or MoE).
+struct LayerSpec {
+  std::vector<BlockKind> parts;
+  std::string label;  ///< pattern symbol(s) or list name, for tables and traces
+};
+
+struct TrainingSpec {
+  int micro_batch = 1;
+  int microbatches = 0;   ///< 0: derived from global_batch / (micro_batch * dp), else 2 * pp
+  int global_batch = 0;   ///< sequences per iteration; 0 = unset
+  DType dtype = DType::BF16;
+  RecomputePolicy recompute = RecomputePolicy::None;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string source;  ///< file the spec came from (for messages)
+  std::int64_t vocab = 0;
+  std::int64_t hidden = 0;
+  std::int64_t seq_len = 0;
+  bool tie_embeddings = false;
+  std::optional<AttentionSpec> attention;
+  std::optional<MambaSpec> mamba;
+  std::optional<MlpSpec> mlp;
+  std::optional<MoeSpec> moe;
+  /// Embedding first, LM head last, blocks in between (added by the loader).
+  std::vector<LayerSpec> layers;
+  TrainingSpec training;
+};
+
+/// Per-layer quantities derived from the spec, for one micro-batch of `micro_batch` sequences
+/// of `seq` tokens, unsharded (TP divides them later).
+struct LayerCounts {
+  std::int64_t params = 0;          ///< all parameters of the layer
+  std::int64_t active_params = 0;   ///< parameters touched per token (MoE: top-k + shared)
+  double forward_flops = 0;         ///< multiply-add counted as 2 FLOPs
+  std::int64_t activation_bytes = 0;  ///< bytes kept from F for B/W (no recompute)
+  std::int64_t output_bytes = 0;      ///< bytes passed to the next layer (hidden state)
+};
+
+[[nodiscard]] LayerCounts layer_counts(const ModelSpec& model, std::size_t layer, int micro_batch,
+                                       std::int64_t seq);
+[[nodiscard]] std::int64_t total_params(const ModelSpec& model);
+[[nodiscard]] std::int64_t active_params(const ModelSpec& model);
+
+}  // namespace octo

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages OctoPipe needs (idempotent, quiet when already installed), then
+# configures and builds build/. Usage: scripts/setup.sh [--no-build]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ pkg-config libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev
+          catch2 libopenmpi-dev openmpi-bin libopenblas-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+[[ "${1:-}" == "--no-build" ]] && exit 0
+
+jobs=${OCTO_JOBS:-$(nproc)}
+if [[ ! -f build/CMakeCache.txt ]]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${OCTO_CMAKE_ARGS:-}
+fi
+cmake --build build -j "$jobs"
