@@ -1,0 +1,77 @@
+#pragma once
+/// The numbers the simulator runs on, resolved from a plan and its inputs: per-stage op costs,
+/// per directed device pair link bandwidth/latency, static memory and the memory limit of every
+/// pipeline device. Built once per (partition, inputs); the simulator itself only reads it.
+
+#include <cstdint>
+#include <vector>
+
+#include "cost/costs.hpp"
+#include "cost/inputs.hpp"
+#include "plan/plan.hpp"
+#include "spec/model.hpp"
+
+namespace octo {
+
+/// Costs of one stage for one micro-batch (sums over the stage's layers).
+struct StageCost {
+  double f_ms = 0;
+  double b_ms = 0;
+  double w_ms = 0;
+  double r_ms = 0;
+  std::int64_t act_bytes = 0;    ///< Σ activation_bytes: kept from F (or R) until B/W
+  std::int64_t wgrad_bytes = 0;  ///< Σ wgrad_bytes: the part of act_bytes W still needs after B
+  std::int64_t out_bytes = 0;    ///< output_bytes of the last layer: sent to the next stage
+  std::int64_t in_bytes = 0;     ///< output_bytes of layer first_layer-1 (0 for the first stage):
+                                 ///< what F keeps under recompute
+  std::int64_t params = 0;       ///< Σ params (already divided by TP)
+};
+
+struct SimInput {
+  int devices = 0;
+  std::vector<StageCost> stages;  ///< one per plan stage
+  /// Directed links, flat devices × devices matrix indexed [from * devices + to].
+  std::vector<double> link_bandwidth;   ///< bytes per ms; <= 0 only allowed for 0-byte transfers
+  std::vector<double> link_latency_ms;
+  std::vector<std::int64_t> static_bytes;        ///< per device: weights, grads, optimizer state
+  std::vector<std::int64_t> memory_limit_bytes;  ///< per device; 0 = no limit
+  double op_overhead_ms = 0;          ///< added to every compute op
+  double tokens_per_iteration = 0;    ///< all DP replicas: microbatches × micro_batch × seq × dp
+
+  [[nodiscard]] double bandwidth(int from, int to) const {
+    return link_bandwidth[static_cast<std::size_t>(from) * devices + to];
+  }
+  [[nodiscard]] double latency_ms(int from, int to) const {
+    return link_latency_ms[static_cast<std::size_t>(from) * devices + to];
+  }
+  /// latency + bytes / bandwidth of link from→to.
+  [[nodiscard]] double transfer_ms(int from, int to, std::int64_t bytes) const;
+
+  /// Sets every directed link between distinct devices (and resizes the matrices).
+  void set_uniform_links(double bandwidth_bytes_per_ms, double latency_ms);
+};
+
+/// Bytes of parameter state per parameter (CONTRACTS.md "Memory"): weights in `dtype`, fp32
+/// gradient, and the optimizer part (fp32 master copy unless dtype is fp32, Adam moments 8 B)
+/// divided by `dp`. bf16, dp 1: 2 + 4 + (4 + 8) = 18.
+[[nodiscard]] double param_state_bytes(DType dtype, int dp);
+
+/// Sums the layers of each stage. Throws octo::Error when a stage's layer range is outside the
+/// profile.
+[[nodiscard]] std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<Stage>& stages);
+
+/// Static memory per device: Σ over the device's stages of params × bytes_per_param.
+[[nodiscard]] std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,
+                                                                const std::vector<Stage>& stages,
+                                                                int devices, double bytes_per_param);
+
+/// Builds the simulator input for `plan` (its stages, devices, tp, dp, micro_batch, seq) from
+/// already-loaded inputs. Links: cluster.link(a, b) (intra vs inter node), overridden by the
+/// costs' measured p2p bandwidth/latency when present. Memory limit: inputs.memory_limit_bytes.
+[[nodiscard]] SimInput make_sim_input(const Plan& plan, const PlannerInputs& inputs);
+
+/// Same, from the model/cluster/costs YAML texts embedded in the plan (costs estimated
+/// analytically when the plan embeds none). `memory_limit_gib` > 0 overrides the device memory.
+[[nodiscard]] SimInput make_sim_input(const Plan& plan, double memory_limit_gib = 0);
+
+}  // namespace octo
