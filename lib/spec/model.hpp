@@ -32,7 +32,9 @@ struct AttentionSpec {
 
 struct MambaSpec {
   int version = 2;      ///< 2: Mamba2 / SSD (Nemotron-H); 1: Mamba (Jamba), uses dt_rank
-  int heads = 0;        ///< Mamba2 heads; d_inner = heads * head_dim
+  /// Mamba2 heads; d_inner = heads * head_dim. Mamba1 has no heads: the loader stores its
+  /// d_inner = expand * hidden as heads = 1, head_dim = d_inner.
+  int heads = 0;
   int head_dim = 0;
   int state = 0;        ///< SSM state size (d_state)
   int groups = 1;       ///< B/C groups (Mamba2)
@@ -88,17 +90,34 @@ struct ModelSpec {
 };
 
 /// Per-layer quantities derived from the spec, for one micro-batch of `micro_batch` sequences
-/// of `seq` tokens, unsharded (TP divides them later).
+/// of `seq` tokens, unsharded (TP divides them later). The formulas are written out in
+/// lib/spec/counts.cpp; in short (T = micro_batch * seq tokens, multiply-add = 2 FLOPs):
+/// - every block part has a pre-RMSNorm (hidden weights); the LM head a final norm;
+/// - FLOPs count GEMMs, attention's score and value products (causal: half of s^2), the Mamba
+///   conv and scan, and the LM head's softmax (3 per logit); other elementwise work is
+///   memory-bound and left to the cost estimator's byte term;
+/// - activation bytes are the tensors a layer keeps for its backward (GEMM inputs, norm inputs,
+///   scan inputs/outputs, softmax statistics, MoE's k routed copies) in the model's dtype,
+///   plus fp32 softmax statistics; the embedding keeps its int32 token ids;
+/// - output bytes = T * hidden * dtype bytes (0 for the LM head, whose output is the loss).
 struct LayerCounts {
-  std::int64_t params = 0;          ///< all parameters of the layer
-  std::int64_t active_params = 0;   ///< parameters touched per token (MoE: top-k + shared)
-  double forward_flops = 0;         ///< multiply-add counted as 2 FLOPs
+  std::int64_t params = 0;          ///< all parameters of the layer (tied LM head: its norm only)
+  std::int64_t active_params = 0;   ///< parameters touched per token (MoE: top-k + shared + router)
+  double forward_flops = 0;         ///< multiply-add counted as 2 FLOPs; the sum of the four below
   std::int64_t activation_bytes = 0;  ///< bytes kept from F for B/W (no recompute)
   std::int64_t output_bytes = 0;      ///< bytes passed to the next layer (hidden state)
+  double matmul_flops = 0;     ///< dense GEMMs (projections, MLP, routed + shared experts, router, LM head)
+  double attention_flops = 0;  ///< attention scores and values (quadratic in seq)
+  double scan_flops = 0;       ///< Mamba depthwise conv and selective scan (memory-bound in practice)
+  double other_flops = 0;      ///< LM head softmax / cross-entropy
 };
 
+/// Counts of all parts of model layer `layer`. Throws octo::Error when `layer` is out of range.
 [[nodiscard]] LayerCounts layer_counts(const ModelSpec& model, std::size_t layer, int micro_batch,
                                        std::int64_t seq);
+/// Counts of one part of a layer (the part's pre-norm included). Throws octo::Error when the
+/// model lacks the section `kind` needs.
+[[nodiscard]] LayerCounts part_counts(const ModelSpec& model, BlockKind kind, int micro_batch, std::int64_t seq);
 [[nodiscard]] std::int64_t total_params(const ModelSpec& model);
 [[nodiscard]] std::int64_t active_params(const ModelSpec& model);
 

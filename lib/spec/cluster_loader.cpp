@@ -1,0 +1,107 @@
+// Cluster YAML → ClusterSpec, and the ClusterSpec topology queries.
+
+#include <fmt/format.h>
+
+#include "core/embedded.hpp"
+#include "spec/loader.hpp"
+#include "spec/yaml_reader.hpp"
+
+namespace octo {
+namespace {
+
+using yaml::MapReader;
+
+LinkSpec parse_link(const MapReader& links, std::string_view key) {
+  MapReader l = links.map(key, {"bandwidth_gbs", "latency_us"});
+  LinkSpec link;
+  link.bandwidth_gbs = l.number("bandwidth_gbs");
+  link.latency_us = l.number("latency_us", 0, 1e9, false);
+  return link;
+}
+
+DeviceKind parse_device(const MapReader& top) {
+  MapReader d = top.map("device", {"name", "memory_gib", "peak_tflops", "memory_bandwidth_gbs", "efficiency"});
+  DeviceKind kind;
+  kind.name = d.string("name");
+  kind.memory_gib = d.number("memory_gib");
+  MapReader peak = d.map("peak_tflops", {"bf16", "fp32"});
+  kind.peak_tflops_bf16 = peak.number("bf16");
+  kind.peak_tflops_fp32 = peak.number("fp32");
+  kind.memory_bandwidth_gbs = d.number("memory_bandwidth_gbs");
+  kind.efficiency = d.number_or("efficiency", kind.efficiency, 0, 1);
+  return kind;
+}
+
+ClusterSpec parse(std::string_view text, const std::string& source) {
+  YAML::Node root = yaml::parse_document(
+      text, source, "a cluster description: name, nodes, devices_per_node, device, links, parallel");
+  MapReader top(root, source, "", {"name", "nodes", "devices_per_node", "device", "links", "parallel"});
+  ClusterSpec c;
+  c.source = source;
+  c.name = top.string("name");
+  c.nodes = static_cast<int>(top.integer("nodes", 1, 1 << 20));
+  c.devices_per_node = static_cast<int>(top.integer("devices_per_node", 1, 1 << 10));
+  if (static_cast<std::int64_t>(c.nodes) * c.devices_per_node > (1 << 20))
+    top.fail("nodes", "nodes * devices_per_node is too large", "at most 1048576 devices");
+  c.device_kinds.push_back(parse_device(top));
+  c.device_kind_of.assign(static_cast<std::size_t>(c.world()), 0);
+
+  MapReader links = top.map("links", {"intra_node", "inter_node"});
+  c.intra_node = parse_link(links, "intra_node");
+  c.inter_node = parse_link(links, "inter_node");
+
+  MapReader par = top.map("parallel", {"tp", "dp", "pp"});
+  c.tp = static_cast<int>(par.integer_or("tp", 1, 1, c.world()));
+  c.dp = static_cast<int>(par.integer_or("dp", 1, 1, c.world()));
+  c.pp = static_cast<int>(par.integer_or("pp", 0, 1, c.world()));
+  const std::int64_t tp_dp = static_cast<std::int64_t>(c.tp) * c.dp;
+  if (c.pp > 0) {
+    if (tp_dp * c.pp > c.world())
+      par.fail("pp", fmt::format("tp * dp * pp = {} exceeds the {} devices", tp_dp * c.pp, c.world()),
+               fmt::format("tp * dp * pp <= nodes * devices_per_node = {}", c.world()));
+  } else if (tp_dp > c.world() || c.world() % tp_dp != 0) {
+    par.fail(par.has("dp") ? "dp" : "tp",
+             fmt::format("tp * dp = {} does not divide the {} devices", tp_dp, c.world()),
+             "tp * dp dividing nodes * devices_per_node, or an explicit parallel.pp");
+  }
+  return c;
+}
+
+}  // namespace
+
+const DeviceKind& ClusterSpec::device(int rank) const {
+  if (device_kinds.empty()) fail("cluster {}: no device kind defined", name);
+  if (rank < 0 || rank >= world()) fail("cluster {}: rank {} out of range [0, {})", name, rank, world());
+  const auto r = static_cast<std::size_t>(rank);
+  const int kind = r < device_kind_of.size() ? device_kind_of[r] : 0;
+  if (kind < 0 || static_cast<std::size_t>(kind) >= device_kinds.size())
+    fail("cluster {}: rank {} has unknown device kind {}", name, rank, kind);
+  return device_kinds[static_cast<std::size_t>(kind)];
+}
+
+int ClusterSpec::node_of_pipeline_device(int d) const {
+  if (d < 0) fail("cluster {}: negative pipeline device {}", name, d);
+  // The first rank of the device's TP group decides its node.
+  return static_cast<int>(static_cast<std::int64_t>(d) * tp / devices_per_node);
+}
+
+const LinkSpec& ClusterSpec::link(int a, int b) const {
+  return node_of_pipeline_device(a) == node_of_pipeline_device(b) ? intra_node : inter_node;
+}
+
+ClusterSpec parse_cluster(std::string_view yaml_text, const std::string& source) {
+  try {
+    return parse(yaml_text, source);
+  } catch (const YAML::Exception& e) {
+    throw InputError(yaml::location(source, e.mark), "", "invalid YAML: " + e.msg, "a cluster description");
+  }
+}
+
+ClusterSpec load_cluster(const std::string& path) {
+  std::string text = yaml::read_input_file(path, "a cluster YAML file");
+  return parse_cluster(text, path);
+}
+
+ClusterSpec default_cluster() { return parse_cluster(default_cluster_yaml(), std::string(kDefaultClusterSource)); }
+
+}  // namespace octo

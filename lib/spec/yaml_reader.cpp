@@ -1,0 +1,227 @@
+#include "spec/yaml_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace octo::yaml {
+
+SourceLocation location(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) return SourceLocation{source, 0, 0};
+  return SourceLocation{source, mark.line + 1, mark.column + 1};
+}
+
+void fail_at(const std::string& source, const YAML::Node& node, const std::string& field, const std::string& problem,
+             const std::string& expected) {
+  YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
+  throw InputError(location(source, mark), field, problem, expected);
+}
+
+YAML::Node parse_document(std::string_view text, const std::string& source, std::string_view what) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp's msg is the bare problem ("illegal map value", ...); its what() repeats the mark.
+    throw InputError(location(source, e.mark), "", "YAML syntax error: " + e.msg, "valid YAML");
+  }
+  if (!root.IsDefined() || root.IsNull())
+    throw InputError(SourceLocation{source, 1, 1}, "", "empty document", std::string(what));
+  if (!root.IsMap()) fail_at(source, root, "", "the document is not a mapping", std::string(what));
+  return root;
+}
+
+std::string read_input_file(const std::string& path, std::string_view what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  SourceLocation where{path, 0, 0};
+  if (!fs::exists(path, ec)) throw InputError(where, "", "file not found", std::string(what));
+  if (fs::is_directory(path, ec)) throw InputError(where, "", "is a directory", std::string(what));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(where, "", "cannot open file", std::string(what));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError(where, "", "read error", std::string(what));
+  return ss.str();
+}
+
+static std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    std::size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+static std::string integer_expectation(std::int64_t min, std::int64_t max) {
+  std::string text = min == 1 ? "a positive integer" : min == 0 ? "a non-negative integer"
+                                                                : fmt::format("an integer >= {}", min);
+  if (max < MapReader::kMaxInt) text += fmt::format(" <= {}", max);
+  return text;
+}
+
+static const std::string& scalar_text(const std::string& source, const YAML::Node& node, const std::string& field,
+                                      const std::string& expected) {
+  if (!node.IsDefined() || node.IsNull()) fail_at(source, node, field, "missing value", expected);
+  if (!node.IsScalar())
+    fail_at(source, node, field, node.IsMap() ? "got a mapping" : "got a list", expected);
+  return node.Scalar();
+}
+
+std::int64_t to_int(const std::string& source, const YAML::Node& node, const std::string& field, std::int64_t min,
+                    std::int64_t max) {
+  const std::string expected = integer_expectation(min, max);
+  const std::string& text = scalar_text(source, node, field, expected);
+  std::int64_t value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (first != last && *first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec == std::errc::result_out_of_range) fail_at(source, node, field, "'" + text + "' is out of range", expected);
+  if (ec != std::errc() || ptr != last || first == last)
+    fail_at(source, node, field, "'" + text + "' is not an integer", expected);
+  if (value < min || value > max) {
+    std::string problem = value <= 0 && min >= 1 ? (value == 0 ? "must not be zero" : "must not be negative")
+                                                 : fmt::format("{} is out of range", value);
+    fail_at(source, node, field, problem, expected);
+  }
+  return value;
+}
+
+double to_double(const std::string& source, const YAML::Node& node, const std::string& field, double min, double max,
+                 bool min_exclusive) {
+  std::string expected = min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min);
+  if (max < 1e300) expected += fmt::format(" and <= {}", max);
+  const std::string& text = scalar_text(source, node, field, expected);
+  double value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (first != last && *first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last || first == last || !std::isfinite(value))
+    fail_at(source, node, field, "'" + text + "' is not a number", expected);
+  if (value < min || (min_exclusive && value == min) || value > max)
+    fail_at(source, node, field, fmt::format("{} is out of range", text), expected);
+  return value;
+}
+
+std::string to_string(const std::string& source, const YAML::Node& node, const std::string& field) {
+  const std::string& text = scalar_text(source, node, field, "a non-empty string");
+  if (text.empty()) fail_at(source, node, field, "empty string", "a non-empty string");
+  return text;
+}
+
+bool to_bool(const std::string& source, const YAML::Node& node, const std::string& field) {
+  const std::string& text = scalar_text(source, node, field, "true or false");
+  if (text == "true") return true;
+  if (text == "false") return false;
+  fail_at(source, node, field, "'" + text + "' is not a boolean", "true or false");
+}
+
+MapReader::MapReader(const YAML::Node& node, std::string source, std::string path, std::vector<std::string> known)
+    : node_(node), source_(std::move(source)), path_(std::move(path)) {
+  std::string known_list;
+  for (const auto& k : known) known_list += (known_list.empty() ? "" : ", ") + k;
+  const std::string expected = "a mapping with keys " + known_list;
+  if (!node_.IsDefined() || node_.IsNull()) fail_at(source_, node_, path_, "missing value", expected);
+  if (!node_.IsMap()) fail_at(source_, node_, path_, node_.IsSequence() ? "got a list" : "got a scalar", expected);
+  std::set<std::string> seen;
+  for (const auto& entry : node_) {
+    const YAML::Node& key = entry.first;
+    if (!key.IsScalar()) fail_at(source_, key, path_, "a key is not a plain name", "one of " + known_list);
+    const std::string& name = key.Scalar();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string suggestion = closest(name, known);
+      std::string problem = "unknown key";
+      if (!suggestion.empty()) problem += " (did you mean '" + suggestion + "'?)";
+      fail_at(source_, key, field(name), problem, "one of " + known_list);
+    }
+    if (!seen.insert(name).second) fail_at(source_, key, field(name), "duplicate key", "each key once");
+  }
+}
+
+bool MapReader::has(std::string_view key) const {
+  YAML::Node value = node_[std::string(key)];
+  return value.IsDefined();
+}
+
+YAML::Node MapReader::node(std::string_view key) const { return node_[std::string(key)]; }
+
+std::string MapReader::field(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void MapReader::missing(std::string_view key, const std::string& expected) const {
+  fail_at(source_, node_, field(key), "missing required key", expected);
+}
+
+void MapReader::fail(std::string_view key, const std::string& problem, const std::string& expected) const {
+  YAML::Node value = node(key);
+  fail_at(source_, value.IsDefined() ? value : node_, field(key), problem, expected);
+}
+
+std::int64_t MapReader::integer(std::string_view key, std::int64_t min, std::int64_t max) const {
+  if (!has(key)) missing(key, integer_expectation(min, max));
+  return to_int(source_, node(key), field(key), min, max);
+}
+
+std::int64_t MapReader::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min,
+                                   std::int64_t max) const {
+  return has(key) ? to_int(source_, node(key), field(key), min, max) : fallback;
+}
+
+double MapReader::number(std::string_view key, double min, double max, bool min_exclusive) const {
+  if (!has(key)) missing(key, min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min));
+  return to_double(source_, node(key), field(key), min, max, min_exclusive);
+}
+
+double MapReader::number_or(std::string_view key, double fallback, double min, double max,
+                            bool min_exclusive) const {
+  return has(key) ? to_double(source_, node(key), field(key), min, max, min_exclusive) : fallback;
+}
+
+std::string MapReader::string(std::string_view key) const {
+  if (!has(key)) missing(key, "a non-empty string");
+  return to_string(source_, node(key), field(key));
+}
+
+bool MapReader::boolean_or(std::string_view key, bool fallback) const {
+  return has(key) ? to_bool(source_, node(key), field(key)) : fallback;
+}
+
+MapReader MapReader::map(std::string_view key, std::vector<std::string> known) const {
+  if (!has(key)) {
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    missing(key, "a mapping with keys " + list);
+  }
+  return MapReader(node(key), source_, field(key), std::move(known));
+}
+
+}  // namespace octo::yaml

@@ -1,0 +1,85 @@
+// Every shipped model and cluster loads, and derived parameter totals match published figures.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+#include "spec/loader.hpp"
+
+namespace {
+
+std::string model_path(const std::string& name) {
+  return std::string(OCTO_SOURCE_DIR) + "/profiles/models/" + name + ".yaml";
+}
+
+std::size_t count_kind(const octo::ModelSpec& m, octo::BlockKind kind) {
+  std::size_t n = 0;
+  for (const auto& layer : m.layers)
+    for (auto k : layer.parts) n += k == kind ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped model loads with embedding first and LM head last") {
+  std::size_t models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(OCTO_SOURCE_DIR) + "/profiles/models")) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path().string());
+    octo::ModelSpec m = octo::load_model(entry.path().string());
+    CHECK(m.name == entry.path().stem().string());
+    REQUIRE(m.layers.size() >= 3);
+    CHECK(m.layers.front().parts == std::vector{octo::BlockKind::Embedding});
+    CHECK(m.layers.back().parts == std::vector{octo::BlockKind::LmHead});
+    CHECK(octo::total_params(m) > 0);
+    ++models;
+  }
+  CHECK(models == 9);
+}
+
+TEST_CASE("every shipped cluster loads, and the default is h100x8") {
+  for (const char* name : {"h100x8", "h100-16x8", "a100x8", "cpu-local"}) {
+    INFO(name);
+    octo::ClusterSpec c = octo::load_cluster(std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/" + name + ".yaml");
+    CHECK(c.name == name);
+    CHECK(c.world() == c.nodes * c.devices_per_node);
+    CHECK(c.pipeline_size() * c.tp * c.dp <= c.world());
+  }
+  octo::ClusterSpec d = octo::default_cluster();
+  CHECK(d.name == "h100x8");
+  CHECK(d.world() == 8);
+  CHECK(d.device(7).name == "H100-SXM-80GB");
+  CHECK(d.device(0).memory_gib == 80);
+  CHECK(d.pipeline_size() == 8);
+}
+
+TEST_CASE("layer counts of the Nemotron-H patterns match the published layer mix") {
+  octo::ModelSpec h8 = octo::load_model(model_path("nemotron-h-8b"));
+  CHECK(h8.layers.size() == 52 + 2);
+  CHECK(count_kind(h8, octo::BlockKind::Mamba) == 24);
+  CHECK(count_kind(h8, octo::BlockKind::Attention) == 4);
+  CHECK(count_kind(h8, octo::BlockKind::Mlp) == 24);
+  CHECK(octo::load_model(model_path("nemotron-h-56b")).layers.size() == 118 + 2);
+  CHECK(octo::load_model(model_path("nemotron-nano-9b-v2")).layers.size() == 56 + 2);
+  octo::ModelSpec jamba = octo::load_model(model_path("jamba-v0.1"));
+  CHECK(jamba.layers.size() == 32 + 2);
+  CHECK(count_kind(jamba, octo::BlockKind::Attention) == 4);
+  CHECK(count_kind(jamba, octo::BlockKind::Mamba) == 28);
+  CHECK(count_kind(jamba, octo::BlockKind::Moe) == 16);
+  CHECK(count_kind(jamba, octo::BlockKind::Mlp) == 16);
+  CHECK(octo::load_model(model_path("llama3-8b")).layers.size() == 32 + 2);
+}
+
+TEST_CASE("parameter totals within 3 % of the published figures") {
+  auto within = [](double measured, double published) { return std::abs(measured / published - 1) <= 0.03; };
+  const auto llama = octo::load_model(model_path("llama3-8b"));
+  CHECK(within(double(octo::total_params(llama)), 8.03e9));
+  const auto h8 = octo::load_model(model_path("nemotron-h-8b"));
+  CHECK(within(double(octo::total_params(h8)), 8.1e9));
+  const auto jamba = octo::load_model(model_path("jamba-v0.1"));
+  CHECK(within(double(octo::total_params(jamba)), 51.6e9));
+  CHECK(within(double(octo::active_params(jamba)), 12.0e9));
+  const auto tiny = octo::load_model(model_path("tiny-hybrid"));
+  CHECK(octo::total_params(tiny) > 100'000);
+  CHECK(octo::total_params(tiny) < 1'000'000);
+}
