@@ -88,6 +88,7 @@ class Simulator {
 
  private:
   struct State;
+  struct Run;
   std::unique_ptr<State> state_;
 };
 
