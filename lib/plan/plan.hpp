@@ -70,6 +70,8 @@ struct Plan {
 
   /// Predicted metrics (the simulator's report), written by octoplan; empty when unknown.
   nlohmann::json predicted;
+
+  friend bool operator==(const Plan&, const Plan&) = default;
 };
 
 }  // namespace octo

@@ -1,0 +1,335 @@
+#include "plan/plan_io.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "plan/deadlock.hpp"
+
+namespace octo {
+namespace {
+
+using nlohmann::json;
+
+std::string_view json_type(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a floating-point number";
+    default: return "an unsupported value";
+  }
+}
+
+/// Reads JSON values with the JSON path of each in every message.
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& problem, const std::string& expected = {}) const {
+    throw InputError(SourceLocation{source_}, path, problem, expected);
+  }
+
+  const json& object(const json& j, const std::string& path, std::initializer_list<std::string_view> keys) const {
+    if (!j.is_object()) fail(path, fmt::format("is {}", json_type(j)), "an object");
+    for (const auto& [key, value] : j.items()) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        fail(join(path, key), "unknown key", fmt::format("one of {}", fmt::join(keys, ", ")));
+    }
+    return j;
+  }
+
+  const json* optional(const json& obj, std::string_view key) const {
+    const auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  const json& required(const json& obj, const std::string& path, std::string_view key) const {
+    const json* j = optional(obj, key);
+    if (!j) fail(join(path, key), "missing");
+    return *j;
+  }
+
+  std::int64_t integer(const json& j, const std::string& path, std::int64_t lo = std::numeric_limits<std::int32_t>::min(),
+                       std::int64_t hi = std::numeric_limits<std::int32_t>::max()) const {
+    if (j.is_number_unsigned()) {
+      const auto v = j.get<std::uint64_t>();
+      if (v > static_cast<std::uint64_t>(hi)) fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
+      return static_cast<std::int64_t>(v);
+    }
+    if (!j.is_number_integer()) fail(path, fmt::format("is {}", json_type(j)), "an integer");
+    const auto v = j.get<std::int64_t>();
+    if (v < lo || v > hi) fail(path, fmt::format("{} does not fit", v), fmt::format("{}..{}", lo, hi));
+    return v;
+  }
+
+  std::string string(const json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, fmt::format("is {}", json_type(j)), "a string");
+    return j.get<std::string>();
+  }
+
+  bool boolean(const json& j, const std::string& path) const {
+    if (!j.is_boolean()) fail(path, fmt::format("is {}", json_type(j)), "true or false");
+    return j.get<bool>();
+  }
+
+  const json& array(const json& j, const std::string& path) const {
+    if (!j.is_array()) fail(path, fmt::format("is {}", json_type(j)), "an array");
+    return j;
+  }
+
+  static std::string join(const std::string& path, std::string_view key) {
+    return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
+  }
+  static std::string index(const std::string& path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
+
+ private:
+  const std::string& source_;
+};
+
+OpKind parse_kind(const Reader& rd, const json& j, const std::string& path) {
+  const std::string name = rd.string(j, path);
+  for (const OpKind k : {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R, OpKind::Send, OpKind::Recv})
+    if (name == to_string(k)) return k;
+  rd.fail(path, fmt::format("unknown op kind \"{}\"", name), "F, B, W, BW, R, SEND or RECV");
+}
+
+Op parse_op(const Reader& rd, const json& j, const std::string& path) {
+  if (!j.is_object()) rd.fail(path, fmt::format("is {}", json_type(j)), "an op object like {\"op\": \"F\", \"stage\": 0, \"mb\": 0}");
+  Op op;
+  op.kind = parse_kind(rd, rd.required(j, path, "op"), Reader::join(path, "op"));
+  if (is_comm(op.kind))
+    rd.object(j, path, {"op", "stage", "mb", "tensor", "peer", "bytes"});
+  else
+    rd.object(j, path, {"op", "stage", "mb"});
+  op.stage = static_cast<std::int32_t>(rd.integer(rd.required(j, path, "stage"), Reader::join(path, "stage")));
+  op.mb = static_cast<std::int32_t>(rd.integer(rd.required(j, path, "mb"), Reader::join(path, "mb")));
+  if (is_comm(op.kind)) {
+    const std::string tpath = Reader::join(path, "tensor");
+    const std::string tensor = rd.string(rd.required(j, path, "tensor"), tpath);
+    if (tensor == to_string(TensorKind::Activation)) op.tensor = TensorKind::Activation;
+    else if (tensor == to_string(TensorKind::Gradient)) op.tensor = TensorKind::Gradient;
+    else rd.fail(tpath, fmt::format("unknown tensor \"{}\"", tensor), "act or grad");
+    op.peer = static_cast<std::int32_t>(rd.integer(rd.required(j, path, "peer"), Reader::join(path, "peer")));
+    op.bytes = rd.integer(rd.required(j, path, "bytes"), Reader::join(path, "bytes"), std::numeric_limits<std::int64_t>::min(),
+                          std::numeric_limits<std::int64_t>::max());
+  }
+  return op;
+}
+
+void parse_input(const Reader& rd, const json& inputs, std::string_view key, std::string& source, std::string& yaml) {
+  const json* j = rd.optional(inputs, key);
+  if (!j) return;
+  const std::string path = Reader::join("inputs", key);
+  rd.object(*j, path, {"source", "yaml"});
+  if (const json* s = rd.optional(*j, "source")) source = rd.string(*s, Reader::join(path, "source"));
+  if (const json* y = rd.optional(*j, "yaml")) yaml = rd.string(*y, Reader::join(path, "yaml"));
+}
+
+json op_json(const Op& op) {
+  json j = {{"op", to_string(op.kind)}, {"stage", op.stage}, {"mb", op.mb}};
+  if (is_comm(op.kind)) {
+    j["tensor"] = to_string(op.tensor);
+    j["peer"] = op.peer;
+    j["bytes"] = op.bytes;
+  }
+  return j;
+}
+
+/// `text` (a JSON dump with newlines) indented by `indent` spaces after its first line.
+std::string nest(const std::string& text, int indent) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    out += c;
+    if (c == '\n') out.append(static_cast<std::size_t>(indent), ' ');
+  }
+  return out;
+}
+
+}  // namespace
+
+json to_json(const Plan& plan) {
+  json stages = json::array();
+  for (const Stage& st : plan.stages)
+    stages.push_back({{"layers", {st.first_layer, st.end_layer}}, {"device", st.device}, {"recompute", st.recompute}});
+  json devices = json::array();
+  for (std::size_t d = 0; d < plan.programs.size(); ++d) {
+    json ops = json::array();
+    for (const Op& op : plan.programs[d]) ops.push_back(op_json(op));
+    devices.push_back({{"device", d}, {"ops", std::move(ops)}});
+  }
+  return {
+      {"schema_version", plan.schema_version},
+      {"generator", plan.generator},
+      {"method", plan.method},
+      {"inputs",
+       {{"model", {{"source", plan.model_source}, {"yaml", plan.model_yaml}}},
+        {"cluster", {{"source", plan.cluster_source}, {"yaml", plan.cluster_yaml}}},
+        {"costs", {{"source", plan.costs_source}, {"yaml", plan.costs_yaml}}}}},
+      {"parallel", {{"devices", plan.devices}, {"tp", plan.tp}, {"dp", plan.dp}}},
+      {"microbatches", plan.microbatches},
+      {"micro_batch", plan.micro_batch},
+      {"seq", plan.seq},
+      {"stages", std::move(stages)},
+      {"devices", std::move(devices)},
+      {"predicted", plan.predicted},
+  };
+}
+
+std::string plan_to_string(const Plan& plan) {
+  const auto str = [](const std::string& s) { return json(s).dump(); };
+  const auto input = [&](const std::string& source, const std::string& yaml) {
+    return fmt::format("{{\"source\": {}, \"yaml\": {}}}", str(source), str(yaml));
+  };
+  std::string out = "{\n";
+  out += fmt::format("  \"schema_version\": {},\n", plan.schema_version);
+  out += fmt::format("  \"generator\": {},\n", str(plan.generator));
+  out += fmt::format("  \"method\": {},\n", str(plan.method));
+  out += "  \"inputs\": {\n";
+  out += fmt::format("    \"model\": {},\n", input(plan.model_source, plan.model_yaml));
+  out += fmt::format("    \"cluster\": {},\n", input(plan.cluster_source, plan.cluster_yaml));
+  out += fmt::format("    \"costs\": {}\n  }},\n", input(plan.costs_source, plan.costs_yaml));
+  out += fmt::format("  \"parallel\": {{\"devices\": {}, \"tp\": {}, \"dp\": {}}},\n", plan.devices, plan.tp, plan.dp);
+  out += fmt::format("  \"microbatches\": {},\n  \"micro_batch\": {},\n  \"seq\": {},\n", plan.microbatches,
+                     plan.micro_batch, plan.seq);
+  out += "  \"stages\": [";
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& st = plan.stages[i];
+    out += fmt::format("{}\n    {{\"layers\": [{}, {}], \"device\": {}, \"recompute\": {}}}", i ? "," : "", st.first_layer,
+                       st.end_layer, st.device, st.recompute);
+  }
+  out += plan.stages.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"devices\": [";
+  for (std::size_t d = 0; d < plan.programs.size(); ++d) {
+    out += fmt::format("{}\n    {{\"device\": {}, \"ops\": [", d ? "," : "", d);
+    const auto& program = plan.programs[d];
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const Op& op = program[i];
+      out += i ? ",\n      " : "\n      ";
+      if (is_comm(op.kind))
+        out += fmt::format("{{\"op\": \"{}\", \"stage\": {}, \"mb\": {}, \"tensor\": \"{}\", \"peer\": {}, \"bytes\": {}}}",
+                           to_string(op.kind), op.stage, op.mb, to_string(op.tensor), op.peer, op.bytes);
+      else
+        out += fmt::format("{{\"op\": \"{}\", \"stage\": {}, \"mb\": {}}}", to_string(op.kind), op.stage, op.mb);
+    }
+    out += program.empty() ? "]}" : "\n    ]}";
+  }
+  out += plan.programs.empty() ? "],\n" : "\n  ],\n";
+  out += fmt::format("  \"predicted\": {}\n}}\n", nest(plan.predicted.dump(2), 2));
+  return out;
+}
+
+Plan plan_from_json(const json& j, const std::string& source) {
+  const Reader rd(source);
+  if (!j.is_object()) rd.fail("", fmt::format("the plan is {}", json_type(j)), "a JSON object");
+  Plan plan;
+  // The version first: a plan from another version gets this message, not a confusing one.
+  const json* version = rd.optional(j, "schema_version");
+  if (!version) rd.fail("schema_version", "missing", fmt::format("{}", Plan::kSchemaVersion));
+  plan.schema_version = static_cast<int>(rd.integer(*version, "schema_version"));
+  if (plan.schema_version != Plan::kSchemaVersion)
+    rd.fail("schema_version", fmt::format("version {} is not supported by this build", plan.schema_version),
+            fmt::format("{}; re-create the plan with this version of octoplan", Plan::kSchemaVersion));
+  rd.object(j, "", {"schema_version", "generator", "method", "inputs", "parallel", "microbatches", "micro_batch", "seq",
+                    "stages", "devices", "predicted"});
+
+  if (const json* g = rd.optional(j, "generator")) plan.generator = rd.string(*g, "generator");
+  if (const json* m = rd.optional(j, "method")) plan.method = rd.string(*m, "method");
+  if (const json* inputs = rd.optional(j, "inputs")) {
+    rd.object(*inputs, "inputs", {"model", "cluster", "costs"});
+    parse_input(rd, *inputs, "model", plan.model_source, plan.model_yaml);
+    parse_input(rd, *inputs, "cluster", plan.cluster_source, plan.cluster_yaml);
+    parse_input(rd, *inputs, "costs", plan.costs_source, plan.costs_yaml);
+  }
+
+  const json& parallel = rd.object(rd.required(j, "", "parallel"), "parallel", {"devices", "tp", "dp"});
+  plan.devices = static_cast<int>(rd.integer(rd.required(parallel, "parallel", "devices"), "parallel.devices"));
+  if (const json* tp = rd.optional(parallel, "tp")) plan.tp = static_cast<int>(rd.integer(*tp, "parallel.tp"));
+  if (const json* dp = rd.optional(parallel, "dp")) plan.dp = static_cast<int>(rd.integer(*dp, "parallel.dp"));
+  plan.microbatches = static_cast<int>(rd.integer(rd.required(j, "", "microbatches"), "microbatches"));
+  if (const json* mb = rd.optional(j, "micro_batch")) plan.micro_batch = static_cast<int>(rd.integer(*mb, "micro_batch"));
+  if (const json* seq = rd.optional(j, "seq"))
+    plan.seq = rd.integer(*seq, "seq", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+
+  const json& stages = rd.array(rd.required(j, "", "stages"), "stages");
+  plan.stages.reserve(stages.size());
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const std::string path = Reader::index("stages", i);
+    const json& st = rd.object(stages[i], path, {"layers", "device", "recompute"});
+    const std::string lpath = Reader::join(path, "layers");
+    const json& layers = rd.array(rd.required(st, path, "layers"), lpath);
+    if (layers.size() != 2) rd.fail(lpath, fmt::format("has {} entries", layers.size()), "[first, end]");
+    Stage stage;
+    stage.first_layer = static_cast<std::int32_t>(rd.integer(layers[0], Reader::index(lpath, 0)));
+    stage.end_layer = static_cast<std::int32_t>(rd.integer(layers[1], Reader::index(lpath, 1)));
+    stage.device = static_cast<std::int32_t>(rd.integer(rd.required(st, path, "device"), Reader::join(path, "device")));
+    if (const json* r = rd.optional(st, "recompute")) stage.recompute = rd.boolean(*r, Reader::join(path, "recompute"));
+    plan.stages.push_back(stage);
+  }
+
+  const json& devices = rd.array(rd.required(j, "", "devices"), "devices");
+  plan.programs.resize(devices.size());
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    const std::string path = Reader::index("devices", d);
+    const json& dev = rd.object(devices[d], path, {"device", "ops"});
+    const std::string dpath = Reader::join(path, "device");
+    const std::int64_t id = rd.integer(rd.required(dev, path, "device"), dpath);
+    if (id != static_cast<std::int64_t>(d)) rd.fail(dpath, fmt::format("{}", id), fmt::format("{}: devices are listed in order", d));
+    const std::string opath = Reader::join(path, "ops");
+    const json& ops = rd.array(rd.required(dev, path, "ops"), opath);
+    auto& program = plan.programs[d];
+    program.reserve(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) program.push_back(parse_op(rd, ops[i], Reader::index(opath, i)));
+  }
+  if (const json* predicted = rd.optional(j, "predicted")) plan.predicted = *predicted;
+  return plan;
+}
+
+void save_plan(const Plan& plan, const std::string& path) { write_file_atomic(path, plan_to_string(plan)); }
+
+Plan parse_plan(std::string_view text, const std::string& source, const LoadOptions& options) {
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // Position of the offending character, 1-based.
+    const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < byte; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string detail = e.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax error ..."
+    if (const auto at = detail.find("column"); at != std::string::npos) {
+      if (const auto colon = detail.find(": ", at); colon != std::string::npos) detail = detail.substr(colon + 2);
+    }
+    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail, "a plan file written by octoplan");
+  }
+  Plan plan = plan_from_json(j, source);
+  if (options.validate) {
+    require_valid(plan, source, options.validation);
+    if (options.check_deadlock) {
+      const DeadlockReport report = check_deadlock(plan);
+      if (report.deadlock) throw Error(fmt::format("{}: {}", source, report.message));
+    }
+  }
+  return plan;
+}
+
+Plan load_plan(const std::string& path, const LoadOptions& options) { return parse_plan(read_file(path), path, options); }
+
+}  // namespace octo

@@ -1,0 +1,322 @@
+#include "plan/validate.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "plan/index.hpp"
+
+namespace octo {
+namespace {
+
+std::string ordinal(std::int64_t n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1) suffix = "st";
+    else if (n % 10 == 2) suffix = "nd";
+    else if (n % 10 == 3) suffix = "rd";
+  }
+  return fmt::format("{}{}", n, suffix);
+}
+
+std::string range(int count) { return count > 0 ? fmt::format("0..{}", count - 1) : std::string("none: the range is empty"); }
+
+class Validator {
+ public:
+  Validator(const Plan& plan, const ValidateOptions& options) : plan_(plan), options_(options) {}
+
+  std::vector<std::string> run() {
+    check_header();
+    check_stages();
+    if (plan_.programs.size() != static_cast<std::size_t>(plan_.devices))
+      add("devices: {} entries (expected {}, one per pipeline device)", plan_.programs.size(), plan_.devices);
+    if (plan_.stages.empty() || plan_.microbatches < 1) return std::move(problems_);
+    ix_ = build_index(plan_);
+    check_ops();
+    check_counts();
+    check_order();
+    if (options_.comm == CommCheck::Required) {
+      check_transfers();
+      check_matching();
+    }
+    return std::move(problems_);
+  }
+
+ private:
+  template <typename... Args>
+  void add(fmt::format_string<Args...> format, Args&&... args) {
+    problems_.push_back(fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  /// "devices[2].ops[17] (F mb3 s5)"
+  std::string at(std::int32_t id) const {
+    const int d = ix_.device_of[id];
+    return fmt::format("devices[{}].ops[{}] ({})", d, id - ix_.begin[d], describe(ix_.ops[id]));
+  }
+  std::string path(std::int32_t id) const {
+    const int d = ix_.device_of[id];
+    return fmt::format("devices[{}].ops[{}]", d, id - ix_.begin[d]);
+  }
+  int stage_device(int s) const { return plan_.stages[s].device; }
+  bool placed(int s) const { return stage_device(s) >= 0 && stage_device(s) < plan_.devices; }
+
+  void check_header() {
+    if (plan_.devices < 1) add("parallel.devices: {} (expected at least 1)", plan_.devices);
+    if (plan_.tp < 1) add("parallel.tp: {} (expected at least 1)", plan_.tp);
+    if (plan_.dp < 1) add("parallel.dp: {} (expected at least 1)", plan_.dp);
+    if (plan_.microbatches < 1) add("microbatches: {} (expected at least 1)", plan_.microbatches);
+    if (plan_.micro_batch < 1) add("micro_batch: {} (expected at least 1)", plan_.micro_batch);
+    if (plan_.seq < 0) add("seq: {} (expected at least 0)", plan_.seq);
+  }
+
+  void check_stages() {
+    const auto& stages = plan_.stages;
+    if (stages.empty()) {
+      add("stages: empty (expected at least one stage)");
+      return;
+    }
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      const Stage& st = stages[i];
+      const int expected_first = i == 0 ? 0 : stages[i - 1].end_layer;
+      if (st.first_layer != expected_first)
+        add("stages[{}].layers: starts at layer {} (expected {}: {})", i, st.first_layer, expected_first,
+            i == 0 ? "the first stage starts at layer 0" : fmt::format("stages[{}] ends there", i - 1));
+      if (st.end_layer <= st.first_layer)
+        add("stages[{}].layers: [{}, {}) holds no layer (expected first < end)", i, st.first_layer, st.end_layer);
+      if (st.device < 0 || st.device >= plan_.devices)
+        add("stages[{}].device: {} out of range (expected {})", i, st.device, range(plan_.devices));
+    }
+    if (options_.model_layers > 0 && stages.back().end_layer != options_.model_layers)
+      add("stages[{}].layers: the stages end at layer {} (expected {}: the model has {} layers)", stages.size() - 1,
+          stages.back().end_layer, options_.model_layers, options_.model_layers);
+  }
+
+  void check_ops() {
+    const int S = ix_.stages, M = ix_.microbatches, D = plan_.devices;
+    for (std::int32_t id = 0; id < ix_.size(); ++id) {
+      const Op& op = ix_.ops[id];
+      const int d = ix_.device_of[id];
+      const auto p = [&] { return path(id); };  // formatted only when there is a problem
+      if (op.kind > OpKind::Recv) {
+        add("{}.op: unknown op kind {} (expected F, B, W, BW, R, SEND or RECV)", p(), static_cast<int>(op.kind));
+        continue;
+      }
+      if (is_comm(op.kind) && options_.comm == CommCheck::Forbidden) {
+        add("{}: {} in a compute-only program (expected only F, B, W, BW and R before lowering)", p(), describe(op));
+        continue;
+      }
+      if (op.stage < 0 || op.stage >= S) add("{}.stage: {} out of range (expected {})", p(), op.stage, range(S));
+      if (op.mb < 0 || op.mb >= M) add("{}.mb: {} out of range (expected {})", p(), op.mb, range(M));
+      if (is_comm(op.kind)) {
+        if (op.peer < 0 || op.peer >= D) add("{}.peer: {} out of range (expected {})", p(), op.peer, range(D));
+        if (op.tensor != TensorKind::Activation && op.tensor != TensorKind::Gradient)
+          add("{}.tensor: unknown tensor kind (expected act or grad)", p());
+        if (op.bytes < 0) add("{}.bytes: {} (expected at least 0)", p(), op.bytes);
+        if (op.stage >= 0 && op.stage < S) {
+          if (op.tensor == TensorKind::Activation && op.stage == S - 1)
+            add("{}.stage: the activation of the last stage {} goes nowhere (expected {})", p(), op.stage, range(S - 1));
+          if (op.tensor == TensorKind::Gradient && op.stage == 0)
+            add("{}.stage: the input gradient of stage 0 goes nowhere (expected 1..{})", p(), S - 1);
+        }
+        continue;
+      }
+      if (!ix_.in_range[id]) continue;
+      if (placed(op.stage) && stage_device(op.stage) != d)
+        add("{}: on device {}, but stage {} is placed on device {}", at(id), d, op.stage, stage_device(op.stage));
+      if (op.kind == OpKind::R && !plan_.stages[op.stage].recompute)
+        add("{}: stage {} does not recompute (expected R only for stages with recompute: true)", at(id), op.stage);
+      const auto k = ix_.key(op.stage, op.mb);
+      const std::int32_t first = lookup(op.kind)[k];
+      if (first != id) add("{}: duplicate of {} (expected exactly one)", at(id), path(first));
+    }
+  }
+
+  const std::vector<std::int32_t>& lookup(OpKind kind) const {
+    switch (kind) {
+      case OpKind::F: return ix_.f;
+      case OpKind::B: return ix_.b;
+      case OpKind::W: return ix_.w;
+      case OpKind::BW: return ix_.bw;
+      default: return ix_.r;
+    }
+  }
+
+  std::string where_expected(int s) const {
+    return placed(s) ? fmt::format("expected on device {}", stage_device(s)) : std::string("stage has no valid device");
+  }
+
+  void check_counts() {
+    for (int s = 0; s < ix_.stages; ++s) {
+      const bool recompute = plan_.stages[s].recompute;
+      for (int m = 0; m < ix_.microbatches; ++m) {
+        const auto k = ix_.key(s, m);
+        const auto name = [&](OpKind kind) { return describe(Op::compute(kind, s, m)); };
+        if (ix_.f[k] < 0) add("stages[{}]: {} is missing ({})", s, name(OpKind::F), where_expected(s));
+        if (recompute && ix_.r[k] < 0)
+          add("stages[{}]: {} is missing (the stage recomputes; {})", s, name(OpKind::R), where_expected(s));
+        const bool b = ix_.b[k] >= 0, w = ix_.w[k] >= 0, bw = ix_.bw[k] >= 0;
+        if (bw && (b || w))
+          add("{}: fused with a separate {} (expected BW, or B and W)", at(ix_.bw[k]), b ? name(OpKind::B) : name(OpKind::W));
+        else if (!bw && !b && !w)
+          add("stages[{}]: {} (or {}) is missing ({})", s, name(OpKind::B), name(OpKind::BW), where_expected(s));
+        else if (b && !w)
+          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::W), name(OpKind::B), path(ix_.b[k]));
+        else if (w && !b && !bw)
+          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::B), name(OpKind::W), path(ix_.w[k]));
+      }
+    }
+  }
+
+  /// Same-device dependencies must be listed producer first.
+  void check_order() {
+    std::array<Dependency, 3> deps;
+    for (std::int32_t id = 0; id < ix_.size(); ++id) {
+      const Op& op = ix_.ops[id];
+      if (is_comm(op.kind) || !ix_.in_range[id] || lookup(op.kind)[ix_.key(op.stage, op.mb)] != id) continue;
+      const int n = dependencies(plan_, ix_, op, deps);
+      for (int i = 0; i < n; ++i) {
+        const std::int32_t p = deps[i].id;
+        if (p < 0 || ix_.device_of[p] != ix_.device_of[id]) continue;
+        if (ix_.position(p) > ix_.position(id))
+          add("{}: listed before {} ({}), which it depends on (expected after it on the same device)", at(id),
+              describe(ix_.ops[p]), path(p));
+      }
+    }
+  }
+
+  /// Every cross-device hand-off has one SEND on the producer's device after the producer and one
+  /// RECV on the consumer's device before the consumer; none for same-device hand-offs.
+  void check_transfers() {
+    const int S = ix_.stages;
+    std::vector<std::int64_t> boundary(S > 0 ? S - 1 : 0, -1);
+    std::vector<std::int32_t> boundary_op(boundary.size(), -1);
+    for (std::int32_t id = 0; id < ix_.size(); ++id) {
+      const Op& op = ix_.ops[id];
+      if (!is_comm(op.kind) || !ix_.in_range[id]) continue;
+      const int d = ix_.device_of[id];
+      const bool act = op.tensor == TensorKind::Activation;
+      const int from = op.stage, to = act ? op.stage + 1 : op.stage - 1;
+      if (!placed(from) || !placed(to)) continue;
+      const int from_dev = stage_device(from), to_dev = stage_device(to);
+      const auto k = ix_.key(op.stage, op.mb);
+      const int t = static_cast<int>(op.tensor);
+      if (from_dev == to_dev) {
+        add("{}: stages {} and {} are both on device {}: a local hand-off (expected no comm op)", at(id), from, to, from_dev);
+        continue;
+      }
+      const bool send = op.kind == OpKind::Send;
+      const int own = send ? from_dev : to_dev, other = send ? to_dev : from_dev;
+      if (d != own) {
+        add("{}: on device {}, but stage {} ({}) is on device {}", at(id), d, send ? from : to,
+            send ? "the producer" : "the consumer", own);
+        continue;
+      }
+      if (op.peer != other)
+        add("{}.peer: {} (expected {}: stage {} is on device {})", path(id), op.peer, other, send ? to : from, other);
+      const std::int32_t first = (send ? ix_.send : ix_.recv)[t][k];
+      if (first != id) {
+        add("{}: duplicate of {} (expected exactly one)", at(id), path(first));
+        continue;
+      }
+      const std::int32_t partner = send ? comm_producer(ix_, op) : comm_consumer(ix_, op);
+      if (partner >= 0 && ix_.device_of[partner] == d) {
+        if (send && ix_.position(partner) > ix_.position(id))
+          add("{}: listed before its producer {} ({}) (expected after it)", at(id), describe(ix_.ops[partner]), path(partner));
+        if (!send && ix_.position(partner) < ix_.position(id))
+          add("{}: listed after its consumer {} ({}) (expected before it)", at(id), describe(ix_.ops[partner]), path(partner));
+      }
+      const int bnd = std::min(from, to);
+      if (boundary[bnd] < 0) {
+        boundary[bnd] = op.bytes;
+        boundary_op[bnd] = id;
+      } else if (boundary[bnd] != op.bytes) {
+        add("{}.bytes: {} (expected {} like {}: both directions of the boundary between stages {} and {} carry the same "
+            "tensor size)",
+            path(id), op.bytes, boundary[bnd], path(boundary_op[bnd]), bnd, bnd + 1);
+      }
+    }
+    // Missing comm ops, from the producers' side.
+    for (int s = 0; s < S; ++s) {
+      for (int m = 0; m < ix_.microbatches; ++m) {
+        for (int t = 0; t < 2; ++t) {
+          const bool act = t == static_cast<int>(TensorKind::Activation);
+          const int to = act ? s + 1 : s - 1;
+          if (to < 0 || to >= S || !placed(s) || !placed(to) || stage_device(s) == stage_device(to)) continue;
+          const Op probe{OpKind::Send, s, m, -1, static_cast<TensorKind>(t)};
+          const std::int32_t producer = comm_producer(ix_, probe);
+          if (producer < 0) continue;  // reported as a missing compute op
+          const auto k = ix_.key(s, m);
+          const std::int32_t consumer = comm_consumer(ix_, probe);
+          const auto feeds = [&] {
+            return consumer >= 0 ? fmt::format("{} feeds {}", describe(ix_.ops[producer]), describe(ix_.ops[consumer]))
+                                 : fmt::format("the output of {}", describe(ix_.ops[producer]));
+          };
+          Op send = probe;
+          send.peer = stage_device(to);
+          Op recv{OpKind::Recv, s, m, stage_device(s), static_cast<TensorKind>(t)};
+          if (ix_.send[t][k] < 0)
+            add("devices[{}]: {} is missing ({} on device {})", stage_device(s), describe(send), feeds(), stage_device(to));
+          if (ix_.recv[t][k] < 0)
+            add("devices[{}]: {} is missing ({} on device {})", stage_device(to), describe(recv), feeds(), stage_device(to));
+        }
+      }
+    }
+  }
+
+  /// k-th SEND a→b and k-th RECV on b from a must carry the same tensor.
+  void check_matching() {
+    const int D = ix_.devices;
+    std::vector<std::int32_t> sends(static_cast<std::size_t>(D) * D, 0), recvs(sends.size(), 0);
+    for (std::int32_t id = 0; id < ix_.size(); ++id) {
+      const Op& op = ix_.ops[id];
+      if (!is_comm(op.kind) || op.peer < 0 || op.peer >= D) continue;
+      const int d = ix_.device_of[id];
+      if (op.kind == OpKind::Recv) {
+        recvs[static_cast<std::size_t>(op.peer) * D + d]++;
+        continue;
+      }
+      const std::size_t pair = static_cast<std::size_t>(d) * D + op.peer;
+      const std::int32_t k = ++sends[pair];
+      const std::int32_t other = ix_.match[id];
+      if (other < 0) continue;
+      const Op& r = ix_.ops[other];
+      if (r.tensor != op.tensor || r.stage != op.stage || r.mb != op.mb || r.bytes != op.bytes)
+        add("{} is the {} SEND from device {} to device {}, but the {} RECV on device {} from device {} is {} "
+            "(expected the same tensor, stage, micro-batch and bytes: the transport pairs them in order)",
+            at(id), ordinal(k), d, op.peer, ordinal(k), op.peer, d, at(other));
+    }
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b) {
+        const std::size_t pair = static_cast<std::size_t>(a) * D + b;
+        if (sends[pair] != recvs[pair])
+          add("devices[{}] and devices[{}]: device {} has {} SEND ops to device {} but device {} has {} RECV ops from "
+              "device {} (expected as many)",
+              a, b, a, sends[pair], b, b, recvs[pair], a);
+      }
+  }
+
+  const Plan& plan_;
+  const ValidateOptions& options_;
+  PlanIndex ix_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+std::vector<std::string> validate_plan(const Plan& plan, const ValidateOptions& options) {
+  return Validator(plan, options).run();
+}
+
+void require_valid(const Plan& plan, const std::string& source, const ValidateOptions& options) {
+  const auto problems = validate_plan(plan, options);
+  if (problems.empty()) return;
+  constexpr std::size_t kShown = 20;
+  std::string message;
+  for (std::size_t i = 0; i < problems.size() && i < kShown; ++i) {
+    if (i) message += '\n';
+    message += source + ": " + problems[i];
+  }
+  if (problems.size() > kShown) message += fmt::format("\n{}: ... and {} more problems", source, problems.size() - kShown);
+  throw Error(message);
+}
+
+}  // namespace octo
