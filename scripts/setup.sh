@@ -19,6 +19,25 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Optional: Slurm and munge for test/slurm, which starts its own single-node cluster (generated
+# config, own ports) to submit scripts/slurm/*.sbatch. A failed install only makes that test skip.
+install_optional_slurm() {
+  local optional=(slurmctld slurmd slurm-client munge) absent=() p
+  for p in "${optional[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || absent+=("$p")
+  done
+  ((${#absent[@]})) || return 0
+  echo "setup: installing ${absent[*]} (optional, for the Slurm test)"
+  local sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  if ! { "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+         "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+           "${absent[@]}"; } >/dev/null 2>&1; then
+    echo "setup: warning: could not install ${absent[*]}; the Slurm test will be skipped" >&2
+  fi
+}
+install_optional_slurm
+
 [[ "${1:-}" == "--no-build" ]] && exit 0
 
 jobs=${OCTO_JOBS:-$(nproc)}
