@@ -20,7 +20,8 @@ LinkSpec parse_link(const MapReader& links, std::string_view key) {
 }
 
 DeviceKind parse_device(const MapReader& top) {
-  MapReader d = top.map("device", {"name", "memory_gib", "peak_tflops", "memory_bandwidth_gbs", "efficiency"});
+  MapReader d =
+      top.map("device", {"name", "memory_gib", "peak_tflops", "memory_bandwidth_gbs", "efficiency"});
   DeviceKind kind;
   kind.name = d.string("name");
   kind.memory_gib = d.number("memory_gib");
@@ -60,7 +61,7 @@ ClusterSpec parse(std::string_view text, const std::string& source) {
       par.fail("pp", fmt::format("tp * dp * pp = {} exceeds the {} devices", tp_dp * c.pp, c.world()),
                fmt::format("tp * dp * pp <= nodes * devices_per_node = {}", c.world()));
   } else if (tp_dp > c.world() || c.world() % tp_dp != 0) {
-    par.fail(par.has("dp") ? "dp" : "tp",
+    par.fail(par.has("tp") ? "tp" : "dp",
              fmt::format("tp * dp = {} does not divide the {} devices", tp_dp, c.world()),
              "tp * dp dividing nodes * devices_per_node, or an explicit parallel.pp");
   }
@@ -102,6 +103,8 @@ ClusterSpec load_cluster(const std::string& path) {
   return parse_cluster(text, path);
 }
 
-ClusterSpec default_cluster() { return parse_cluster(default_cluster_yaml(), std::string(kDefaultClusterSource)); }
+ClusterSpec default_cluster() {
+  return parse_cluster(default_cluster_yaml(), std::string(kDefaultClusterSource));
+}
 
 }  // namespace octo

@@ -150,8 +150,9 @@ Part count(const ModelSpec& m, BlockKind kind, double b, double s) {
       p.params = h + h * E + E * expert + S * shared;
       p.active = h + h * E + k * expert + S * shared;
       p.matmul = 2 * T * (h * E + k * expert + S * shared);
-      p.kept = D * T * (2 * h + 2 * k * h + k * mlp_inner(e.activation, fe) + S * mlp_inner(e.activation, fs)) +
-               4 * T * E;
+      p.kept =
+          D * T * (2 * h + 2 * k * h + k * mlp_inner(e.activation, fe) + S * mlp_inner(e.activation, fs)) +
+          4 * T * E;
       break;
     }
   }
@@ -168,8 +169,9 @@ LayerCounts to_counts(const Part& p, const ModelSpec& m, BlockKind kind, double 
   c.other_flops = p.other;
   c.forward_flops = p.matmul + p.attention + p.scan + p.other;
   c.activation_bytes = saturate(p.kept);
-  c.output_bytes =
-      kind == BlockKind::LmHead ? 0 : saturate(b * s * static_cast<double>(m.hidden) * dtype_bytes(m.training.dtype));
+  c.output_bytes = kind == BlockKind::LmHead
+                       ? 0
+                       : saturate(b * s * static_cast<double>(m.hidden) * dtype_bytes(m.training.dtype));
   return c;
 }
 

@@ -1,10 +1,39 @@
 #pragma once
 /// YAML loaders. Every error is an octo::InputError "file:line:col: field: problem (expected …)";
-/// nothing is half-loaded.
+/// nothing is half-loaded. The strict reading helpers live in spec/yaml_reader.hpp.
+///
+/// Model YAML (profiles/models/*.yaml); unknown keys are errors at every level:
+///   name: str                  vocab, hidden, seq_len: positive integers
+///   tie_embeddings: bool       (default false: the LM head has its own vocab x hidden weights)
+///   pattern: "M-M*-E"          one block per symbol: M Mamba, * attention, - MLP, E MoE;
+///                              or a list of strings, concatenated in order
+///   layers: [...]              instead of pattern; each entry is one of
+///                                "M*" / "mamba"                  symbols (one block each) or a kind name
+///                                {mixer: mamba|attention, ffn: mlp|moe}   one block of two parts
+///                                {kinds: [mamba, moe]}            one block of the listed parts
+///                                {pattern: "M-"}                  symbols
+///                              with optional `repeat: N` and (not with pattern) `label: str`
+///   repeat: N                  repeats the whole pattern / layers sequence (default 1)
+///   attention: {heads, kv_heads (default heads), head_dim (default hidden / heads)}
+///   mamba: {version: 2, heads, head_dim, state, groups (1), conv (4)}
+///        | {version: 1, expand (2), state, conv (4), dt_rank (ceil(hidden / 16))}
+///   mlp: {ffn, activation: swiglu|squared_relu|gelu (swiglu)}
+///   moe: {experts, top_k, expert_ffn, shared_experts (0), shared_ffn (expert_ffn), activation}
+///   training: {micro_batch (1), microbatches | global_batch, dtype: bf16|fp16|fp32 (bf16),
+///              recompute: none|full|auto (none)}          (the whole section is optional)
+/// A section is required iff some block uses its kind. The loader adds the embedding (layer 0)
+/// and the LM head (last layer) around the blocks.
+///
+/// Cluster YAML (profiles/clusters/*.yaml):
+///   name, nodes, devices_per_node,
+///   device: {name, memory_gib, peak_tflops: {bf16, fp32}, memory_bandwidth_gbs, efficiency (0.6)}
+///   links: {intra_node: {bandwidth_gbs, latency_us}, inter_node: {...}}
+///   parallel: {tp (1), dp (1), pp (default world / (tp * dp), which must then divide evenly)}
 
 #include <string>
 #include <string_view>
 
+#include "core/error.hpp"
 #include "spec/cluster.hpp"
 #include "spec/model.hpp"
 

@@ -1,12 +1,12 @@
 // Model YAML → ModelSpec. The format is documented in spec/loader.hpp and, by example, in the
 // comments of profiles/models/*.yaml.
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cmath>
 #include <map>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "spec/loader.hpp"
 #include "spec/yaml_reader.hpp"
@@ -25,21 +25,31 @@ constexpr std::string_view kKindNames = "one of mamba, attention, mlp, moe";
 
 std::optional<BlockKind> kind_of_symbol(char c) {
   switch (c) {
-    case 'M': return BlockKind::Mamba;
-    case '*': return BlockKind::Attention;
-    case '-': return BlockKind::Mlp;
-    case 'E': return BlockKind::Moe;
-    default: return std::nullopt;
+    case 'M':
+      return BlockKind::Mamba;
+    case '*':
+      return BlockKind::Attention;
+    case '-':
+      return BlockKind::Mlp;
+    case 'E':
+      return BlockKind::Moe;
+    default:
+      return std::nullopt;
   }
 }
 
 char symbol_of(BlockKind kind) {
   switch (kind) {
-    case BlockKind::Mamba: return 'M';
-    case BlockKind::Attention: return '*';
-    case BlockKind::Mlp: return '-';
-    case BlockKind::Moe: return 'E';
-    default: return '?';
+    case BlockKind::Mamba:
+      return 'M';
+    case BlockKind::Attention:
+      return '*';
+    case BlockKind::Mlp:
+      return '-';
+    case BlockKind::Moe:
+      return 'E';
+    default:
+      return '?';
   }
 }
 
@@ -67,8 +77,8 @@ class ModelParser {
     YAML::Node root = yaml::parse_document(
         text_, source_, "a model description: name, vocab, hidden, seq_len, pattern or layers, sections");
     MapReader top(root, source_, "",
-                  {"name", "vocab", "hidden", "seq_len", "tie_embeddings", "pattern", "layers", "repeat", "attention",
-                   "mamba", "mlp", "moe", "training"});
+                  {"name", "vocab", "hidden", "seq_len", "tie_embeddings", "pattern", "layers", "repeat",
+                   "attention", "mamba", "mlp", "moe", "training"});
     ModelSpec m;
     m.source = source_;
     m.name = top.string("name");
@@ -119,7 +129,8 @@ class ModelParser {
     }
     if (pos == std::string_view::npos) return where;
     std::size_t end = text_.find('\n', pos);
-    std::string_view line = text_.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    std::string_view line =
+        text_.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
     std::size_t start = static_cast<std::size_t>(where.column - 1);
     if (start < line.size() && (line[start] == '"' || line[start] == '\'')) ++start;
     const std::string& value = node.Scalar();
@@ -130,6 +141,7 @@ class ModelParser {
 
   /// Appends one block per symbol of a pattern string.
   void parse_symbols(const YAML::Node& node, const std::string& field, std::vector<LayerSpec>& out) {
+    if (node.IsScalar() && node.Scalar().empty()) return;  // reported as "no layers" by the caller
     const std::string text = yaml::to_string(source_, node, field);
     for (std::size_t i = 0; i < text.size(); ++i) {
       SourceLocation where = symbol_location(node, i);
@@ -162,7 +174,8 @@ class ModelParser {
         yaml::fail_at(source_, pattern, "pattern", "the model has no layers", "at least one layer symbol");
     } else {
       YAML::Node layers = top.node("layers");
-      const std::string expected = "a list of layer entries (symbol strings or {mixer, ffn} / {kinds} mappings)";
+      const std::string expected =
+          "a list of layer entries (symbol strings or {mixer, ffn} / {kinds} mappings)";
       if (!layers.IsSequence()) yaml::fail_at(source_, layers, "layers", "not a list", expected);
       std::size_t i = 0;
       for (const auto& entry : layers) parse_entry(entry, fmt::format("layers[{}]", i++), blocks);
@@ -192,7 +205,8 @@ class ModelParser {
     const int forms = (map.has("mixer") || map.has("ffn") ? 1 : 0) + (map.has("kinds") ? 1 : 0) +
                       (map.has("pattern") ? 1 : 0);
     if (forms != 1)
-      yaml::fail_at(source_, entry, field, forms == 0 ? "no layer kinds given" : "more than one layer form given",
+      yaml::fail_at(source_, entry, field,
+                    forms == 0 ? "no layer kinds given" : "more than one layer form given",
                     "exactly one of {mixer, ffn}, kinds or pattern");
     const std::int64_t repeat = map.integer_or("repeat", 1, 1, kMaxBlocks);
     std::string label = map.has("label") ? map.string("label") : std::string();
@@ -205,24 +219,27 @@ class ModelParser {
       YAML::Node kinds = map.node("kinds");
       std::string kinds_field = map.field("kinds");
       if (!kinds.IsSequence() || kinds.size() == 0)
-        yaml::fail_at(source_, kinds, kinds_field, "not a non-empty list", std::string(kKindNames) + ", as a list");
+        yaml::fail_at(source_, kinds, kinds_field, "not a non-empty list",
+                      std::string(kKindNames) + ", as a list");
       std::vector<BlockKind> parts;
       std::size_t i = 0;
       for (const auto& k : kinds) {
         std::string item_field = fmt::format("{}[{}]", kinds_field, i++);
         std::string name = yaml::to_string(source_, k, item_field);
         auto kind = kind_of_name(name);
-        if (!kind) yaml::fail_at(source_, k, item_field, "unknown layer kind '" + name + "'", std::string(kKindNames));
+        if (!kind)
+          yaml::fail_at(source_, k, item_field, "unknown layer kind '" + name + "'", std::string(kKindNames));
         parts.push_back(*kind);
       }
       add_block(group, std::move(parts), label, where, entry, field);
     } else {
       std::vector<BlockKind> parts;
       if (map.has("mixer"))
-        parts.push_back(map.choice<BlockKind>("mixer", {{"mamba", BlockKind::Mamba}, {"attention", BlockKind::Attention}},
-                                              BlockKind::Mamba));
+        parts.push_back(map.choice<BlockKind>(
+            "mixer", {{"mamba", BlockKind::Mamba}, {"attention", BlockKind::Attention}}, BlockKind::Mamba));
       if (map.has("ffn"))
-        parts.push_back(map.choice<BlockKind>("ffn", {{"mlp", BlockKind::Mlp}, {"moe", BlockKind::Moe}}, BlockKind::Mlp));
+        parts.push_back(
+            map.choice<BlockKind>("ffn", {{"mlp", BlockKind::Mlp}, {"moe", BlockKind::Moe}}, BlockKind::Mlp));
       add_block(group, std::move(parts), label, where, entry, field);
     }
     if (static_cast<std::int64_t>(group.size()) * repeat > kMaxBlocks - static_cast<std::int64_t>(out.size()))
@@ -240,7 +257,8 @@ class ModelParser {
     }};
     static const std::map<BlockKind, std::string> keys{
         {BlockKind::Attention, "heads, kv_heads, head_dim"},
-        {BlockKind::Mamba, "version, heads, head_dim, state, groups, conv (or expand, dt_rank for version 1)"},
+        {BlockKind::Mamba,
+         "version, heads, head_dim, state, groups, conv (or expand, dt_rank for version 1)"},
         {BlockKind::Mlp, "ffn, activation"},
         {BlockKind::Moe, "experts, top_k, expert_ffn, shared_experts, shared_ffn, activation"},
     };
@@ -275,7 +293,8 @@ class ModelParser {
   }
 
   MambaSpec parse_mamba(const MapReader& top, std::int64_t hidden) const {
-    MapReader m = top.map("mamba", {"version", "heads", "head_dim", "state", "groups", "conv", "expand", "dt_rank"});
+    MapReader m =
+        top.map("mamba", {"version", "heads", "head_dim", "state", "groups", "conv", "expand", "dt_rank"});
     MambaSpec spec;
     spec.version = static_cast<int>(m.integer_or("version", 2, 1, 2));
     spec.state = static_cast<int>(m.integer("state"));
@@ -321,7 +340,8 @@ class ModelParser {
   }
 
   MoeSpec parse_moe(const MapReader& top) const {
-    MapReader m = top.map("moe", {"experts", "top_k", "expert_ffn", "shared_experts", "shared_ffn", "activation"});
+    MapReader m =
+        top.map("moe", {"experts", "top_k", "expert_ffn", "shared_experts", "shared_ffn", "activation"});
     MoeSpec spec;
     spec.experts = static_cast<int>(m.integer("experts"));
     spec.top_k = static_cast<int>(m.integer("top_k"));
@@ -349,10 +369,11 @@ class ModelParser {
       t.fail("global_batch",
              fmt::format("{} is not a multiple of micro_batch {}", spec.global_batch, spec.micro_batch),
              "a multiple of training.micro_batch");
-    spec.dtype = t.choice<DType>("dtype", {{"bf16", DType::BF16}, {"fp16", DType::FP16}, {"fp32", DType::FP32}},
-                                 DType::BF16);
+    spec.dtype = t.choice<DType>(
+        "dtype", {{"bf16", DType::BF16}, {"fp16", DType::FP16}, {"fp32", DType::FP32}}, DType::BF16);
     spec.recompute = t.choice<RecomputePolicy>(
-        "recompute", {{"none", RecomputePolicy::None}, {"full", RecomputePolicy::Full}, {"auto", RecomputePolicy::Auto}},
+        "recompute",
+        {{"none", RecomputePolicy::None}, {"full", RecomputePolicy::Full}, {"auto", RecomputePolicy::Auto}},
         RecomputePolicy::None);
     return spec;
   }

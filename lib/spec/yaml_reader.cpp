@@ -1,5 +1,7 @@
 #include "spec/yaml_reader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-
 namespace octo::yaml {
 
 SourceLocation location(const std::string& source, const YAML::Mark& mark) {
@@ -17,8 +17,8 @@ SourceLocation location(const std::string& source, const YAML::Mark& mark) {
   return SourceLocation{source, mark.line + 1, mark.column + 1};
 }
 
-void fail_at(const std::string& source, const YAML::Node& node, const std::string& field, const std::string& problem,
-             const std::string& expected) {
+void fail_at(const std::string& source, const YAML::Node& node, const std::string& field,
+             const std::string& problem, const std::string& expected) {
   YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
   throw InputError(location(source, mark), field, problem, expected);
 }
@@ -80,22 +80,22 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
 }
 
 static std::string integer_expectation(std::int64_t min, std::int64_t max) {
-  std::string text = min == 1 ? "a positive integer" : min == 0 ? "a non-negative integer"
-                                                                : fmt::format("an integer >= {}", min);
+  std::string text = min == 1   ? "a positive integer"
+                     : min == 0 ? "a non-negative integer"
+                                : fmt::format("an integer >= {}", min);
   if (max < MapReader::kMaxInt) text += fmt::format(" <= {}", max);
   return text;
 }
 
-static const std::string& scalar_text(const std::string& source, const YAML::Node& node, const std::string& field,
-                                      const std::string& expected) {
+static const std::string& scalar_text(const std::string& source, const YAML::Node& node,
+                                      const std::string& field, const std::string& expected) {
   if (!node.IsDefined() || node.IsNull()) fail_at(source, node, field, "missing value", expected);
-  if (!node.IsScalar())
-    fail_at(source, node, field, node.IsMap() ? "got a mapping" : "got a list", expected);
+  if (!node.IsScalar()) fail_at(source, node, field, node.IsMap() ? "got a mapping" : "got a list", expected);
   return node.Scalar();
 }
 
-std::int64_t to_int(const std::string& source, const YAML::Node& node, const std::string& field, std::int64_t min,
-                    std::int64_t max) {
+std::int64_t to_int(const std::string& source, const YAML::Node& node, const std::string& field,
+                    std::int64_t min, std::int64_t max) {
   const std::string expected = integer_expectation(min, max);
   const std::string& text = scalar_text(source, node, field, expected);
   std::int64_t value = 0;
@@ -103,7 +103,8 @@ std::int64_t to_int(const std::string& source, const YAML::Node& node, const std
   const char* last = text.data() + text.size();
   if (first != last && *first == '+') ++first;
   auto [ptr, ec] = std::from_chars(first, last, value);
-  if (ec == std::errc::result_out_of_range) fail_at(source, node, field, "'" + text + "' is out of range", expected);
+  if (ec == std::errc::result_out_of_range)
+    fail_at(source, node, field, "'" + text + "' is out of range", expected);
   if (ec != std::errc() || ptr != last || first == last)
     fail_at(source, node, field, "'" + text + "' is not an integer", expected);
   if (value < min || value > max) {
@@ -114,9 +115,10 @@ std::int64_t to_int(const std::string& source, const YAML::Node& node, const std
   return value;
 }
 
-double to_double(const std::string& source, const YAML::Node& node, const std::string& field, double min, double max,
-                 bool min_exclusive) {
-  std::string expected = min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min);
+double to_double(const std::string& source, const YAML::Node& node, const std::string& field, double min,
+                 double max, bool min_exclusive) {
+  std::string expected =
+      min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min);
   if (max < 1e300) expected += fmt::format(" and <= {}", max);
   const std::string& text = scalar_text(source, node, field, expected);
   double value = 0;
@@ -126,8 +128,11 @@ double to_double(const std::string& source, const YAML::Node& node, const std::s
   auto [ptr, ec] = std::from_chars(first, last, value);
   if (ec != std::errc() || ptr != last || first == last || !std::isfinite(value))
     fail_at(source, node, field, "'" + text + "' is not a number", expected);
-  if (value < min || (min_exclusive && value == min) || value > max)
-    fail_at(source, node, field, fmt::format("{} is out of range", text), expected);
+  if (value < min || (min_exclusive && value == min) || value > max) {
+    std::string problem = min == 0 && value <= 0 ? (value == 0 ? "must not be zero" : "must not be negative")
+                                                 : text + " is out of range";
+    fail_at(source, node, field, problem, expected);
+  }
   return value;
 }
 
@@ -144,13 +149,15 @@ bool to_bool(const std::string& source, const YAML::Node& node, const std::strin
   fail_at(source, node, field, "'" + text + "' is not a boolean", "true or false");
 }
 
-MapReader::MapReader(const YAML::Node& node, std::string source, std::string path, std::vector<std::string> known)
+MapReader::MapReader(const YAML::Node& node, std::string source, std::string path,
+                     std::vector<std::string> known)
     : node_(node), source_(std::move(source)), path_(std::move(path)) {
   std::string known_list;
   for (const auto& k : known) known_list += (known_list.empty() ? "" : ", ") + k;
   const std::string expected = "a mapping with keys " + known_list;
   if (!node_.IsDefined() || node_.IsNull()) fail_at(source_, node_, path_, "missing value", expected);
-  if (!node_.IsMap()) fail_at(source_, node_, path_, node_.IsSequence() ? "got a list" : "got a scalar", expected);
+  if (!node_.IsMap())
+    fail_at(source_, node_, path_, node_.IsSequence() ? "got a list" : "got a scalar", expected);
   std::set<std::string> seen;
   for (const auto& entry : node_) {
     const YAML::Node& key = entry.first;
@@ -159,7 +166,7 @@ MapReader::MapReader(const YAML::Node& node, std::string source, std::string pat
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       std::string suggestion = closest(name, known);
       std::string problem = "unknown key";
-      if (!suggestion.empty()) problem += " (did you mean '" + suggestion + "'?)";
+      if (!suggestion.empty()) problem += "; did you mean '" + suggestion + "'?";
       fail_at(source_, key, field(name), problem, "one of " + known_list);
     }
     if (!seen.insert(name).second) fail_at(source_, key, field(name), "duplicate key", "each key once");
@@ -197,7 +204,8 @@ std::int64_t MapReader::integer_or(std::string_view key, std::int64_t fallback, 
 }
 
 double MapReader::number(std::string_view key, double min, double max, bool min_exclusive) const {
-  if (!has(key)) missing(key, min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min));
+  if (!has(key))
+    missing(key, min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min));
   return to_double(source_, node(key), field(key), min, max, min_exclusive);
 }
 

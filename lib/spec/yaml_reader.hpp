@@ -6,6 +6,8 @@
 /// yaml-cpp exception escapes. A `MapReader` knows the keys its mapping may hold, so unknown
 /// keys (typos) and duplicate keys are rejected up front, with a suggestion when one is close.
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -13,8 +15,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/error.hpp"
 
@@ -43,7 +43,8 @@ namespace octo::yaml {
                                   std::int64_t min, std::int64_t max);
 [[nodiscard]] double to_double(const std::string& source, const YAML::Node& node, const std::string& field,
                                double min, double max, bool min_exclusive);
-[[nodiscard]] std::string to_string(const std::string& source, const YAML::Node& node, const std::string& field);
+[[nodiscard]] std::string to_string(const std::string& source, const YAML::Node& node,
+                                    const std::string& field);
 [[nodiscard]] bool to_bool(const std::string& source, const YAML::Node& node, const std::string& field);
 
 /// A mapping node with its dotted path and the keys it may hold.
@@ -64,10 +65,12 @@ class MapReader {
   /// Throws "missing required key" at the mapping's position.
   [[noreturn]] void missing(std::string_view key, const std::string& expected) const;
   /// Throws at the value of `key` (or at the mapping when the key is absent).
-  [[noreturn]] void fail(std::string_view key, const std::string& problem, const std::string& expected = {}) const;
+  [[noreturn]] void fail(std::string_view key, const std::string& problem,
+                         const std::string& expected = {}) const;
 
   /// Required integer in [min, max].
-  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t min = 1, std::int64_t max = kMaxInt) const;
+  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t min = 1,
+                                     std::int64_t max = kMaxInt) const;
   /// Optional integer in [min, max]; `fallback` when absent.
   [[nodiscard]] std::int64_t integer_or(std::string_view key, std::int64_t fallback, std::int64_t min = 1,
                                         std::int64_t max = kMaxInt) const;

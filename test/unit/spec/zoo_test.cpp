@@ -23,7 +23,8 @@ std::size_t count_kind(const octo::ModelSpec& m, octo::BlockKind kind) {
 
 TEST_CASE("every shipped model loads with embedding first and LM head last") {
   std::size_t models = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(OCTO_SOURCE_DIR) + "/profiles/models")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(OCTO_SOURCE_DIR) + "/profiles/models")) {
     if (entry.path().extension() != ".yaml") continue;
     INFO(entry.path().string());
     octo::ModelSpec m = octo::load_model(entry.path().string());
@@ -40,7 +41,8 @@ TEST_CASE("every shipped model loads with embedding first and LM head last") {
 TEST_CASE("every shipped cluster loads, and the default is h100x8") {
   for (const char* name : {"h100x8", "h100-16x8", "a100x8", "cpu-local"}) {
     INFO(name);
-    octo::ClusterSpec c = octo::load_cluster(std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/" + name + ".yaml");
+    octo::ClusterSpec c =
+        octo::load_cluster(std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/" + name + ".yaml");
     CHECK(c.name == name);
     CHECK(c.world() == c.nodes * c.devices_per_node);
     CHECK(c.pipeline_size() * c.tp * c.dp <= c.world());

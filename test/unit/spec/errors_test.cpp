@@ -1,0 +1,353 @@
+// Every kind of malformed model or cluster input is rejected with
+// "file:line:col: field: problem (expected …)". Expected positions are counted by hand in the
+// YAML texts below (1-based line and column).
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "spec/loader.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A scratch folder removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("octo-spec-test-" + std::to_string(::getpid()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string file = (path / name).string();
+    std::ofstream(file) << text;
+    return file;
+  }
+};
+
+// Line numbers of kModel are fixed: tests below rely on them.
+const std::string kModel =
+    "name: t\n"                                                                       // 1
+    "vocab: 10\n"                                                                     // 2
+    "hidden: 8\n"                                                                     // 3
+    "seq_len: 4\n"                                                                    // 4
+    "pattern: \"M*-E\"\n"                                                             // 5
+    "attention: {heads: 2, kv_heads: 1}\n"                                            // 6
+    "mamba: {heads: 2, head_dim: 4, state: 3, conv: 2}\n"                             // 7
+    "mlp: {ffn: 12}\n"                                                                // 8
+    "moe: {experts: 4, top_k: 2, expert_ffn: 6, shared_experts: 1, shared_ffn: 4}\n"  // 9
+    "training: {micro_batch: 2, microbatches: 4}\n";                                  // 10
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  auto pos = text.find(from);
+  REQUIRE(pos != std::string::npos);
+  return text.replace(pos, from.size(), to);
+}
+
+/// Writes `text` as m.yaml, loads it, and returns the error message ("" when it loaded).
+std::string model_error(const std::string& text, std::string* path = nullptr) {
+  TempDir dir;
+  std::string file = dir.write("m.yaml", text);
+  if (path) *path = file;
+  try {
+    (void)octo::load_model(file);
+  } catch (const octo::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Checks an error message: "<file>:<where>: <rest>".
+void check_error(const std::string& text, const std::string& where_and_message) {
+  std::string path;
+  std::string message = model_error(text, &path);
+  INFO(message);
+  CHECK(message == path + ":" + where_and_message);
+}
+
+}  // namespace
+
+TEST_CASE("the base model of the error tests loads") { CHECK(model_error(kModel).empty()); }
+
+TEST_CASE("model: a missing file is an input error naming the path") {
+  try {
+    (void)octo::load_model("/nonexistent/dir/model.yaml");
+    FAIL("no error");
+  } catch (const octo::InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "/nonexistent/dir/model.yaml: file not found (expected a model YAML file)");
+  }
+}
+
+TEST_CASE("model: YAML syntax errors carry their position") {
+  // The flow mapping opened on line 6 is never closed; yaml-cpp reports where it noticed.
+  std::string text = replace(kModel, "kv_heads: 1}", "kv_heads: 1");
+  std::string path;
+  std::string message = model_error(text, &path);
+  INFO(message);
+  CHECK(message.rfind(path + ":", 0) == 0);
+  CHECK(message.find("YAML syntax error") != std::string::npos);
+  CHECK(message.find("(expected valid YAML)") != std::string::npos);
+  // "file:L:C:" with a line number inside the document.
+  int line = std::stoi(message.substr(path.size() + 1));
+  CHECK(line >= 6);
+  CHECK(line <= 11);
+}
+
+TEST_CASE("model: an empty document or a non-mapping is rejected") {
+  std::string path;
+  CHECK(model_error("", &path).find(":1:1: empty document") != std::string::npos);
+  CHECK(model_error("- a\n- b\n", &path).find(":1:1: the document is not a mapping") != std::string::npos);
+}
+
+TEST_CASE("model: missing required fields") {
+  check_error(replace(kModel, "hidden: 8\n", ""),
+              "1:1: hidden: missing required key (expected a positive integer)");
+  check_error(replace(kModel, "name: t\n", ""),
+              "1:1: name: missing required key (expected a non-empty string)");
+  check_error(
+      replace(kModel, "mamba: {heads: 2, head_dim: 4, state: 3, conv: 2}", "mamba: {heads: 2, head_dim: 4}"),
+      "7:8: mamba.state: missing required key (expected a positive integer)");
+  check_error(
+      replace(kModel, "pattern: \"M*-E\"\n", ""),
+      "1:1: pattern: missing required key (expected a pattern string such as \"M-M*-\" or an explicit "
+      "layers list)");
+}
+
+TEST_CASE("model: wrong types") {
+  check_error(replace(kModel, "hidden: 8", "hidden: abc"),
+              "3:9: hidden: 'abc' is not an integer (expected a positive integer)");
+  check_error(replace(kModel, "hidden: 8", "hidden: 4.5"),
+              "3:9: hidden: '4.5' is not an integer (expected a positive integer)");
+  check_error(replace(kModel, "attention: {heads: 2, kv_heads: 1}", "attention: [2, 1]"),
+              "6:12: attention: got a list (expected a mapping with keys heads, kv_heads, head_dim)");
+  check_error(replace(kModel, "seq_len: 4", "seq_len: {a: 1}"),
+              "4:10: seq_len: got a mapping (expected a positive integer)");
+  check_error(kModel + "tie_embeddings: maybe\n",
+              "11:17: tie_embeddings: 'maybe' is not a boolean (expected true or false)");
+  check_error(replace(kModel, "microbatches: 4}", "microbatches: 4, dtype: fp8}"),
+              "10:52: training.dtype: unknown value 'fp8' (expected one of bf16, fp16, fp32)");
+  check_error(replace(kModel, "mlp: {ffn: 12}", "mlp: {ffn: 12, activation: relu}"),
+              "8:28: mlp.activation: unknown value 'relu' (expected one of swiglu, squared_relu, gelu)");
+}
+
+TEST_CASE("model: zero and negative sizes") {
+  check_error(replace(kModel, "hidden: 8", "hidden: 0"),
+              "3:9: hidden: must not be zero (expected a positive integer)");
+  check_error(replace(kModel, "vocab: 10", "vocab: -5"),
+              "2:8: vocab: must not be negative (expected a positive integer)");
+  check_error(replace(kModel, "mlp: {ffn: 12}", "mlp: {ffn: 0}"),
+              "8:12: mlp.ffn: must not be zero (expected a positive integer)");
+  check_error(replace(kModel, "mamba: {heads", "mamba: {version: 3, heads"),
+              "7:18: mamba.version: 3 is out of range (expected a positive integer <= 2)");
+}
+
+TEST_CASE("model: unknown keys at every level, with a suggestion") {
+  check_error(
+      replace(kModel, "hidden: 8", "hiden: 8"),
+      "3:1: hiden: unknown key; did you mean 'hidden'? (expected one of name, vocab, hidden, seq_len, "
+      "tie_embeddings, pattern, layers, repeat, attention, mamba, mlp, moe, training)");
+  check_error(
+      replace(kModel, "kv_heads: 1", "kv_head: 1"),
+      "6:23: attention.kv_head: unknown key; did you mean 'kv_heads'? (expected one of heads, kv_heads, "
+      "head_dim)");
+  check_error(
+      replace(kModel, "microbatches: 4", "colour: 4"),
+      "10:28: training.colour: unknown key (expected one of micro_batch, microbatches, global_batch, dtype, "
+      "recompute)");
+  check_error(
+      replace(kModel, "pattern: \"M*-E\"", "layers:\n  - {mixr: mamba}\n  - \"*-E\""),
+      "6:6: layers[0].mixr: unknown key; did you mean 'mixer'? (expected one of mixer, ffn, kinds, pattern, "
+      "repeat, label)");
+  check_error(kModel + "hidden: 8\n", "11:1: hidden: duplicate key (expected each key once)");
+}
+
+TEST_CASE("model: an unknown pattern symbol points at its column") {
+  // Line 5 is `pattern: "M*X-E"`: the quote is column 10, so X (third symbol) is column 13.
+  check_error(
+      replace(kModel, "\"M*-E\"", "\"M*X-E\""),
+      "5:13: pattern: unknown symbol 'X' at position 3 (expected one of M (Mamba), * (attention), - (MLP), "
+      "E (MoE))");
+  // Plain (unquoted) scalar: `pattern: M-Eq` starts at column 10, q is the fourth symbol.
+  check_error(replace(kModel, "\"M*-E\"", "M-Eq"),
+              "5:13: pattern: unknown symbol 'q' at position 4 (expected one of "
+              "M (Mamba), * (attention), - (MLP), E (MoE))");
+  // In a layers list: line 6 is `  - "*-Z"`, the quote at column 5, Z at column 8.
+  check_error(
+      replace(kModel, "pattern: \"M*-E\"", "layers:\n  - M\n  - \"*-Z\"\n  - E"),
+      "7:8: layers[1]: unknown symbol 'Z' at position 3 (expected one of M (Mamba), * (attention), - (MLP), "
+      "E (MoE))");
+  check_error(replace(kModel, "pattern: \"M*-E\"", "layers:\n  - {mixer: mamb, ffn: mlp}\n  - \"*E\""),
+              "6:13: layers[0].mixer: unknown value 'mamb' (expected one of mamba, attention)");
+  check_error(
+      replace(kModel, "pattern: \"M*-E\"", "layers:\n  - {kinds: [mamba, ssm]}\n  - \"*-E\""),
+      "6:21: layers[0].kinds[1]: unknown layer kind 'ssm' (expected one of mamba, attention, mlp, moe)");
+}
+
+TEST_CASE("model: inconsistent dimensions") {
+  // hidden 8 with 3 heads and no head_dim.
+  check_error(
+      replace(kModel, "heads: 2, kv_heads: 1", "heads: 3, kv_heads: 1"),
+      "6:20: attention.heads: 3 heads do not divide hidden 8 (expected heads dividing hidden, or an explicit "
+      "attention.head_dim)");
+  // ... which an explicit head_dim makes fine.
+  CHECK(model_error(replace(kModel, "heads: 2, kv_heads: 1", "heads: 3, kv_heads: 1, head_dim: 4")).empty());
+  check_error(replace(kModel, "kv_heads: 1", "kv_heads: 3"),
+              "6:33: attention.kv_heads: 3 kv_heads do not divide 2 heads (expected kv_heads dividing "
+              "attention.heads)");
+  check_error(replace(kModel, "top_k: 2", "top_k: 5"),
+              "9:26: moe.top_k: top_k 5 exceeds the 4 experts (expected top_k <= moe.experts)");
+  check_error(replace(kModel, "mamba: {heads: 2", "mamba: {groups: 4, heads: 2"),
+              "7:17: mamba.groups: 4 groups do not divide 2 heads (expected groups dividing mamba.heads)");
+  check_error(replace(kModel, "mamba: {heads", "mamba: {version: 1, heads"),
+              "7:28: mamba.heads: only used by Mamba version 2 (expected expand, dt_rank for version 1)");
+  check_error(replace(kModel, "microbatches: 4", "global_batch: 5"),
+              "10:42: training.global_batch: 5 is not a multiple of micro_batch 2 (expected a multiple of "
+              "training.micro_batch)");
+}
+
+TEST_CASE("model: empty models and conflicting layer forms") {
+  check_error(replace(kModel, "\"M*-E\"", "\"\""),
+              "5:10: pattern: the model has no layers (expected at least one layer symbol)");
+  check_error(
+      replace(kModel, "pattern: \"M*-E\"", "layers: []"),
+      "5:9: layers: the model has no layers (expected a list of layer entries (symbol strings or {mixer, "
+      "ffn} / {kinds} mappings))");
+  check_error(replace(kModel, "pattern: \"M*-E\"", "pattern: \"M*-E\"\nlayers: [M]"),
+              "6:9: layers: both pattern and layers are given (expected exactly one of pattern or layers)");
+}
+
+TEST_CASE("model: a section is required iff some layer uses it") {
+  // No attention section, but the '*' in column 12 of line 5 needs it.
+  check_error(
+      replace(kModel, "attention: {heads: 2, kv_heads: 1}\n", ""),
+      "5:12: attention: missing section: the model has attention layers (expected a top-level 'attention' "
+      "mapping with heads, kv_heads, head_dim)");
+  check_error(
+      replace(kModel, "\"M*-E\"", "\"M-E\""),
+      "6:12: attention: section given but no layer uses attention (expected only sections of the layer "
+      "kinds that pattern/layers use)");
+}
+
+TEST_CASE("model: no malformed variant of a zoo file escapes as anything but an InputError") {
+  // Every prefix of a real model file, and every single-character corruption, either loads or
+  // fails with octo::InputError — never a yaml-cpp exception or a crash.
+  const std::string text = kModel;
+  std::size_t errors = 0;
+  auto attempt = [&](const std::string& candidate) {
+    try {
+      (void)octo::parse_model(candidate, "fuzz.yaml");
+    } catch (const octo::InputError& e) {
+      ++errors;
+      CHECK(std::string(e.what()).rfind("fuzz.yaml", 0) == 0);
+    }
+  };
+  for (std::size_t n = 0; n < text.size(); ++n) attempt(text.substr(0, n));
+  for (std::size_t i = 0; i < text.size(); ++i)
+    for (char c : std::string(":[{-*'\"x0 \n#&")) {
+      std::string mutated = text;
+      mutated[i] = c;
+      attempt(mutated);
+    }
+  CHECK(errors > text.size());  // most variants are broken
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clusters
+
+namespace {
+
+const std::string kCluster =
+    "name: c\n"                                            // 1
+    "nodes: 2\n"                                           // 2
+    "devices_per_node: 4\n"                                // 3
+    "device:\n"                                            // 4
+    "  name: gpu\n"                                        // 5
+    "  memory_gib: 80\n"                                   // 6
+    "  peak_tflops: {bf16: 989, fp32: 67}\n"               // 7
+    "  memory_bandwidth_gbs: 3350\n"                       // 8
+    "links:\n"                                             // 9
+    "  intra_node: {bandwidth_gbs: 450, latency_us: 3}\n"  // 10
+    "  inter_node: {bandwidth_gbs: 50, latency_us: 8}\n"   // 11
+    "parallel: {tp: 2, dp: 1}\n";                          // 12
+
+void check_cluster_error(const std::string& text, const std::string& where_and_message) {
+  TempDir dir;
+  std::string file = dir.write("c.yaml", text);
+  std::string message;
+  try {
+    (void)octo::load_cluster(file);
+  } catch (const octo::InputError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message == file + ":" + where_and_message);
+}
+
+}  // namespace
+
+TEST_CASE("cluster: the base cluster loads and maps pipeline devices to nodes") {
+  octo::ClusterSpec c = octo::parse_cluster(kCluster, "c.yaml");
+  CHECK(c.world() == 8);
+  CHECK(c.pipeline_size() == 4);  // 8 devices / tp 2
+  CHECK(c.device(5).name == "gpu");
+  CHECK(c.device(0).efficiency == 0.6);  // default
+  // Pipeline device d holds ranks [2d, 2d+2): devices 0, 1 on node 0, devices 2, 3 on node 1.
+  CHECK(c.node_of_pipeline_device(1) == 0);
+  CHECK(c.node_of_pipeline_device(2) == 1);
+  CHECK(c.link(0, 1).bandwidth_gbs == 450);
+  CHECK(c.link(1, 2).bandwidth_gbs == 50);
+  CHECK(c.link(2, 3).latency_us == 3);
+  CHECK_THROWS_AS(c.device(8), octo::Error);
+}
+
+TEST_CASE("cluster: malformed inputs") {
+  check_cluster_error(
+      replace(kCluster, "parallel: {tp: 2, dp: 1}", "parallel: {tp: 3, dp: 1}"),
+      "12:16: parallel.tp: tp * dp = 3 does not divide the 8 devices (expected tp * dp dividing "
+      "nodes * devices_per_node, or an explicit parallel.pp)");
+  check_cluster_error(
+      replace(kCluster, "dp: 1}", "dp: 1, pp: 5}"),
+      "12:30: parallel.pp: tp * dp * pp = 10 exceeds the 8 devices (expected tp * dp * pp <= nodes * "
+      "devices_per_node = 8)");
+  CHECK(octo::parse_cluster(replace(kCluster, "dp: 1}", "dp: 1, pp: 3}"), "c.yaml").pipeline_size() == 3);
+  check_cluster_error(replace(kCluster, "{bf16: 989, fp32: 67}", "{bf16: 989}"),
+                      "7:16: device.peak_tflops.fp32: missing required key (expected a number > 0)");
+  check_cluster_error(
+      replace(kCluster, "  intra_node:", "  intra_nod:"),
+      "10:3: links.intra_nod: unknown key; did you mean 'intra_node'? (expected one of intra_node, "
+      "inter_node)");
+  check_cluster_error(replace(kCluster, "memory_gib: 80", "memory_gib: -80"),
+                      "6:15: device.memory_gib: must not be negative (expected a number > 0)");
+  check_cluster_error(
+      replace(kCluster, "  memory_bandwidth_gbs: 3350", "  memory_bandwidth_gbs: 3350\n  efficiency: 1.5"),
+      "9:15: device.efficiency: 1.5 is out of range (expected a number > 0 and <= 1)");
+  check_cluster_error(replace(kCluster, "nodes: 2", "nodes: two"),
+                      "2:8: nodes: 'two' is not an integer (expected a positive integer <= 1048576)");
+  check_cluster_error(
+      replace(kCluster, "latency_us: 8", "latency_us: -1"),
+      "11:47: links.inter_node.latency_us: must not be negative (expected a number >= 0 and <= "
+      "1000000000)");
+  check_cluster_error(
+      replace(kCluster,
+              "links:\n  intra_node: {bandwidth_gbs: 450, latency_us: 3}\n  inter_node: "
+              "{bandwidth_gbs: 50, latency_us: 8}\n",
+              ""),
+      "1:1: links: missing required key (expected a mapping with keys intra_node, inter_node)");
+  check_cluster_error("name: [c\n",
+                      "2:1: YAML syntax error: end of sequence flow not found (expected valid YAML)");
+  try {
+    (void)octo::load_cluster("/nonexistent/c.yaml");
+    FAIL("no error");
+  } catch (const octo::InputError& e) {
+    CHECK(std::string(e.what()) == "/nonexistent/c.yaml: file not found (expected a cluster YAML file)");
+  }
+}
