@@ -151,6 +151,16 @@ std::string op_name(const PlanIndex& ix, std::int32_t id) { return describe(ix.o
 
 DeadlockReport check_deadlock(const Plan& plan) {
   DeadlockReport report;
+  std::size_t ops = 0;
+  for (const auto& program : plan.programs) ops += program.size();
+  if (static_cast<std::uint64_t>(plan.stages.size()) * static_cast<std::uint64_t>(std::max(plan.microbatches, 0)) > ops) {
+    // Not even one F per (stage, micro-batch): do not size lookup tables by a bogus count.
+    report.deadlock = true;
+    report.total_ops = ops;
+    report.message = fmt::format("deadlock check: {} stages x {} micro-batches, but only {} ops: the plan is incomplete",
+                                 plan.stages.size(), plan.microbatches, ops);
+    return report;
+  }
   const PlanIndex ix = build_index(plan);
   report.total_ops = ix.ops.size();
   // Stages placed out of range would make the wake-ups index out of bounds: such a plan can only

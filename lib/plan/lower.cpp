@@ -109,6 +109,7 @@ void lower(Plan& plan, const LowerOptions& options) {
   // 2. All cross-device hand-offs, in one global order: by producer end time, ties by completion
   //    rank (a topological order, so a tie never puts a transfer before one it depends on).
   std::vector<Transfer> transfers;
+  transfers.reserve(2 * static_cast<std::size_t>(S) * static_cast<std::size_t>(ix.microbatches));
   for (int s = 0; s < S; ++s) {
     for (int m = 0; m < ix.microbatches; ++m) {
       if (s + 1 < S && plan.stages[s + 1].device != plan.stages[s].device) {

@@ -317,7 +317,7 @@ Plan parse_plan(std::string_view text, const std::string& source, const LoadOpti
     if (const auto at = detail.find("column"); at != std::string::npos) {
       if (const auto colon = detail.find(": ", at); colon != std::string::npos) detail = detail.substr(colon + 2);
     }
-    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail, "a plan file written by octoplan");
+    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
   }
   Plan plan = plan_from_json(j, source);
   if (options.validate) {

@@ -30,6 +30,17 @@ class Validator {
     if (plan_.programs.size() != static_cast<std::size_t>(plan_.devices))
       add("devices: {} entries (expected {}, one per pipeline device)", plan_.programs.size(), plan_.devices);
     if (plan_.stages.empty() || plan_.microbatches < 1) return std::move(problems_);
+    // Every (stage, micro-batch) needs at least an F and a BW: a far larger count is a typo, and
+    // the lookup tables must not be sized by it.
+    std::size_t ops = 0;
+    for (const auto& program : plan_.programs) ops += program.size();
+    const auto pairs = static_cast<std::uint64_t>(plan_.stages.size()) * static_cast<std::uint64_t>(plan_.microbatches);
+    if (pairs > ops) {
+      add("microbatches: {} with {} stages needs at least {} ops, but the programs hold {} (expected F and B/W of every "
+          "stage and micro-batch)",
+          plan_.microbatches, plan_.stages.size(), 2 * pairs, ops);
+      return std::move(problems_);
+    }
     ix_ = build_index(plan_);
     check_ops();
     check_counts();
