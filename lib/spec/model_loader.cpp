@@ -62,6 +62,15 @@ std::optional<BlockKind> kind_of_name(std::string_view name) {
   return std::nullopt;
 }
 
+/// A pattern character as it reads in a message: 'X', or an escape for blanks and control bytes.
+std::string describe(char c) {
+  if (c == ' ') return "' ' (a space)";
+  if (c == '\n') return "'\\n' (a line break)";
+  if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e)
+    return fmt::format("'\\x{:02x}'", static_cast<unsigned char>(c));
+  return fmt::format("'{}'", c);
+}
+
 std::string label_of(const std::vector<BlockKind>& parts) {
   std::string label;
   for (BlockKind k : parts) label += symbol_of(k);
@@ -147,7 +156,8 @@ class ModelParser {
       SourceLocation where = symbol_location(node, i);
       std::optional<BlockKind> kind = kind_of_symbol(text[i]);
       if (!kind)
-        throw InputError(where, field, fmt::format("unknown symbol '{}' at position {}", text[i], i + 1),
+        throw InputError(where, field,
+                         fmt::format("unknown symbol {} at position {}", describe(text[i]), i + 1),
                          std::string(kSymbolList));
       add_block(out, {*kind}, {}, where, node, field);
     }
@@ -162,7 +172,7 @@ class ModelParser {
     if (!has_pattern && !has_layers)
       top.missing("pattern", "a pattern string such as \"M-M*-\" or an explicit layers list");
     if (has_pattern) {
-      YAML::Node pattern = top.node("pattern");
+      YAML::Node pattern = top.value_of("pattern", "a pattern string such as \"M-M*-\"");
       if (pattern.IsSequence()) {
         // A long pattern may be split into several strings, concatenated in order.
         std::size_t i = 0;
@@ -173,9 +183,9 @@ class ModelParser {
       if (blocks.empty())
         yaml::fail_at(source_, pattern, "pattern", "the model has no layers", "at least one layer symbol");
     } else {
-      YAML::Node layers = top.node("layers");
       const std::string expected =
           "a list of layer entries (symbol strings or {mixer, ffn} / {kinds} mappings)";
+      YAML::Node layers = top.value_of("layers", expected);
       if (!layers.IsSequence()) yaml::fail_at(source_, layers, "layers", "not a list", expected);
       std::size_t i = 0;
       for (const auto& entry : layers) parse_entry(entry, fmt::format("layers[{}]", i++), blocks);
@@ -389,13 +399,13 @@ class ModelParser {
         largest_activation = std::max(largest_activation, static_cast<double>(c.activation_bytes));
       }
     }
+    // Counts saturate at int64 range, so report the bound rather than a number.
     if (total > kMaxParams)
-      yaml::fail_at(source_, top.self(), "", fmt::format("the model has {:.3g} parameters, too many", total),
-                    "at most 2^50 parameters");
+      yaml::fail_at(source_, top.self(), "", "the model has more than 2^50 parameters",
+                    "dimensions of a trainable model");
     if (largest_activation > kMaxParams)
-      yaml::fail_at(source_, top.self(), "",
-                    fmt::format("one layer keeps {:.3g} bytes of activations, too many", largest_activation),
-                    "smaller seq_len / micro_batch");
+      yaml::fail_at(source_, top.self(), "", "one layer keeps more than 2^50 bytes of activations",
+                    "smaller seq_len / training.micro_batch");
   }
 };
 

@@ -87,6 +87,12 @@ static std::string integer_expectation(std::int64_t min, std::int64_t max) {
   return text;
 }
 
+static std::string number_expectation(double min, double max, bool min_exclusive) {
+  std::string text = fmt::format("a number {} {}", min_exclusive ? ">" : ">=", min);
+  if (max < 1e300) text += fmt::format(" and <= {}", max);
+  return text;
+}
+
 static const std::string& scalar_text(const std::string& source, const YAML::Node& node,
                                       const std::string& field, const std::string& expected) {
   if (!node.IsDefined() || node.IsNull()) fail_at(source, node, field, "missing value", expected);
@@ -117,9 +123,7 @@ std::int64_t to_int(const std::string& source, const YAML::Node& node, const std
 
 double to_double(const std::string& source, const YAML::Node& node, const std::string& field, double min,
                  double max, bool min_exclusive) {
-  std::string expected =
-      min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min);
-  if (max < 1e300) expected += fmt::format(" and <= {}", max);
+  const std::string expected = number_expectation(min, max, min_exclusive);
   const std::string& text = scalar_text(source, node, field, expected);
   double value = 0;
   const char* first = text.data();
@@ -170,7 +174,15 @@ MapReader::MapReader(const YAML::Node& node, std::string source, std::string pat
       fail_at(source_, key, field(name), problem, "one of " + known_list);
     }
     if (!seen.insert(name).second) fail_at(source_, key, field(name), "duplicate key", "each key once");
+    if (entry.second.IsNull()) null_keys_.emplace_back(name, key.Mark());
   }
+}
+
+YAML::Node MapReader::value_of(std::string_view key, const std::string& expected) const {
+  // `key:` with nothing after it: point at the key, not at wherever yaml-cpp marks the null.
+  for (const auto& [name, mark] : null_keys_)
+    if (name == key) throw InputError(location(source_, mark), field(key), "missing value", expected);
+  return node(key);
 }
 
 bool MapReader::has(std::string_view key) const {
@@ -189,47 +201,49 @@ void MapReader::missing(std::string_view key, const std::string& expected) const
 }
 
 void MapReader::fail(std::string_view key, const std::string& problem, const std::string& expected) const {
-  YAML::Node value = node(key);
-  fail_at(source_, value.IsDefined() ? value : node_, field(key), problem, expected);
+  YAML::Node v = node(key);
+  fail_at(source_, v.IsDefined() && !v.IsNull() ? v : node_, field(key), problem, expected);
 }
 
 std::int64_t MapReader::integer(std::string_view key, std::int64_t min, std::int64_t max) const {
-  if (!has(key)) missing(key, integer_expectation(min, max));
-  return to_int(source_, node(key), field(key), min, max);
+  const std::string expected = integer_expectation(min, max);
+  if (!has(key)) missing(key, expected);
+  return to_int(source_, value_of(key, expected), field(key), min, max);
 }
 
 std::int64_t MapReader::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min,
                                    std::int64_t max) const {
-  return has(key) ? to_int(source_, node(key), field(key), min, max) : fallback;
+  if (!has(key)) return fallback;
+  return to_int(source_, value_of(key, integer_expectation(min, max)), field(key), min, max);
 }
 
 double MapReader::number(std::string_view key, double min, double max, bool min_exclusive) const {
-  if (!has(key))
-    missing(key, min_exclusive ? fmt::format("a number > {}", min) : fmt::format("a number >= {}", min));
-  return to_double(source_, node(key), field(key), min, max, min_exclusive);
+  const std::string expected = number_expectation(min, max, min_exclusive);
+  if (!has(key)) missing(key, expected);
+  return to_double(source_, value_of(key, expected), field(key), min, max, min_exclusive);
 }
 
 double MapReader::number_or(std::string_view key, double fallback, double min, double max,
                             bool min_exclusive) const {
-  return has(key) ? to_double(source_, node(key), field(key), min, max, min_exclusive) : fallback;
+  if (!has(key)) return fallback;
+  return to_double(source_, value_of(key, number_expectation(min, max, min_exclusive)), field(key), min, max,
+                   min_exclusive);
 }
 
 std::string MapReader::string(std::string_view key) const {
   if (!has(key)) missing(key, "a non-empty string");
-  return to_string(source_, node(key), field(key));
+  return to_string(source_, value_of(key, "a non-empty string"), field(key));
 }
 
 bool MapReader::boolean_or(std::string_view key, bool fallback) const {
-  return has(key) ? to_bool(source_, node(key), field(key)) : fallback;
+  return has(key) ? to_bool(source_, value_of(key, "true or false"), field(key)) : fallback;
 }
 
 MapReader MapReader::map(std::string_view key, std::vector<std::string> known) const {
-  if (!has(key)) {
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    missing(key, "a mapping with keys " + list);
-  }
-  return MapReader(node(key), source_, field(key), std::move(known));
+  std::string expected = "a mapping with keys ";
+  for (std::size_t i = 0; i < known.size(); ++i) expected += (i ? ", " : "") + known[i];
+  if (!has(key)) missing(key, expected);
+  return MapReader(value_of(key, expected), source_, field(key), std::move(known));
 }
 
 }  // namespace octo::yaml

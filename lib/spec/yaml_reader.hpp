@@ -56,6 +56,8 @@ class MapReader {
   [[nodiscard]] bool has(std::string_view key) const;
   /// The value of `key` (an undefined node when absent).
   [[nodiscard]] YAML::Node node(std::string_view key) const;
+  /// The value of `key`; "missing value" at the key when it is given without one (`key:`).
+  [[nodiscard]] YAML::Node value_of(std::string_view key, const std::string& expected) const;
   /// Dotted path of `key` ("key" at top level, "parent.key" below).
   [[nodiscard]] std::string field(std::string_view key) const;
   [[nodiscard]] const std::string& source() const { return source_; }
@@ -105,6 +107,7 @@ class MapReader {
   YAML::Node node_;
   std::string source_;
   std::string path_;
+  std::vector<std::pair<std::string, YAML::Mark>> null_keys_;
 };
 
 }  // namespace octo::yaml

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "spec/loader.hpp"
@@ -123,6 +124,9 @@ TEST_CASE("model: missing required fields") {
 }
 
 TEST_CASE("model: wrong types") {
+  // A key without a value is reported at the key.
+  check_error(replace(kModel, "hidden: 8", "hidden:"),
+              "3:1: hidden: missing value (expected a positive integer)");
   check_error(replace(kModel, "hidden: 8", "hidden: abc"),
               "3:9: hidden: 'abc' is not an integer (expected a positive integer)");
   check_error(replace(kModel, "hidden: 8", "hidden: 4.5"),
@@ -180,6 +184,11 @@ TEST_CASE("model: an unknown pattern symbol points at its column") {
   check_error(replace(kModel, "\"M*-E\"", "M-Eq"),
               "5:13: pattern: unknown symbol 'q' at position 4 (expected one of "
               "M (Mamba), * (attention), - (MLP), E (MoE))");
+  // Blanks are not symbols: the space is the second symbol, column 12.
+  check_error(
+      replace(kModel, "\"M*-E\"", "\"M *-E\""),
+      "5:12: pattern: unknown symbol ' ' (a space) at position 2 (expected one of M (Mamba), * (attention), "
+      "- (MLP), E (MoE))");
   // In a layers list: line 6 is `  - "*-Z"`, the quote at column 5, Z at column 8.
   check_error(
       replace(kModel, "pattern: \"M*-E\"", "layers:\n  - M\n  - \"*-Z\"\n  - E"),
@@ -237,27 +246,46 @@ TEST_CASE("model: a section is required iff some layer uses it") {
       "kinds that pattern/layers use)");
 }
 
-TEST_CASE("model: no malformed variant of a zoo file escapes as anything but an InputError") {
-  // Every prefix of a real model file, and every single-character corruption, either loads or
-  // fails with octo::InputError — never a yaml-cpp exception or a crash.
-  const std::string text = kModel;
+namespace {
+
+/// Feeds every prefix and every single-character corruption of `text` to `parse`: each must
+/// load or fail with octo::InputError naming the source — never a yaml-cpp exception or a crash.
+template <typename Parse>
+void fuzz(const std::string& text, Parse parse, const std::string& replacements) {
   std::size_t errors = 0;
   auto attempt = [&](const std::string& candidate) {
     try {
-      (void)octo::parse_model(candidate, "fuzz.yaml");
+      (void)parse(candidate, "fuzz.yaml");
     } catch (const octo::InputError& e) {
       ++errors;
-      CHECK(std::string(e.what()).rfind("fuzz.yaml", 0) == 0);
+      if (std::string(e.what()).rfind("fuzz.yaml", 0) != 0) FAIL(e.what());
     }
   };
   for (std::size_t n = 0; n < text.size(); ++n) attempt(text.substr(0, n));
   for (std::size_t i = 0; i < text.size(); ++i)
-    for (char c : std::string(":[{-*'\"x0 \n#&")) {
+    for (char c : replacements) {
       std::string mutated = text;
       mutated[i] = c;
       attempt(mutated);
     }
   CHECK(errors > text.size());  // most variants are broken
+}
+
+std::string read(const std::string& relative) {
+  std::ifstream in(std::string(OCTO_SOURCE_DIR) + "/" + relative);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("no malformed variant of an input escapes as anything but an InputError") {
+  fuzz(kModel, octo::parse_model, ":[{-*'\"x0 \n#&");
+  const std::string jamba = read("profiles/models/jamba-v0.1.yaml");
+  REQUIRE(jamba.size() > 100);
+  fuzz(jamba, octo::parse_model, ":{x\n");
+  const std::string cluster = read("profiles/clusters/h100x8.yaml");
+  REQUIRE(cluster.size() > 100);
+  fuzz(cluster, octo::parse_cluster, ":{x\n");
 }
 
 // ---------------------------------------------------------------------------------------------
