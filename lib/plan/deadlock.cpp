@@ -1,8 +1,8 @@
 #include "plan/deadlock.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "plan/index.hpp"
 
@@ -17,7 +17,11 @@ constexpr std::int32_t kNone = -1;
 class Progress {
  public:
   Progress(const Plan& plan, const PlanIndex& ix)
-      : plan_(plan), ix_(ix), done_(ix.ops.size(), 0), compute_head_(ix.devices), comm_head_(ix.devices),
+      : plan_(plan),
+        ix_(ix),
+        done_(ix.ops.size(), 0),
+        compute_head_(ix.devices),
+        comm_head_(ix.devices),
         queued_(ix.devices, 1) {
     for (int d = 0; d < ix.devices; ++d) {
       compute_head_[d] = ix.compute_begin[d];
@@ -114,7 +118,8 @@ class Progress {
   void advance(int d) {
     for (bool progress = true; progress;) {
       progress = false;
-      for (std::int32_t id = compute_head(d); id != kNone && compute_blocker(id) == kNone; id = compute_head(d)) {
+      for (std::int32_t id = compute_head(d); id != kNone && compute_blocker(id) == kNone;
+           id = compute_head(d)) {
         complete(id);
         ++compute_head_[d];
         progress = true;
@@ -153,12 +158,15 @@ DeadlockReport check_deadlock(const Plan& plan) {
   DeadlockReport report;
   std::size_t ops = 0;
   for (const auto& program : plan.programs) ops += program.size();
-  if (static_cast<std::uint64_t>(plan.stages.size()) * static_cast<std::uint64_t>(std::max(plan.microbatches, 0)) > ops) {
+  if (static_cast<std::uint64_t>(plan.stages.size()) *
+          static_cast<std::uint64_t>(std::max(plan.microbatches, 0)) >
+      ops) {
     // Not even one F per (stage, micro-batch): do not size lookup tables by a bogus count.
     report.deadlock = true;
     report.total_ops = ops;
-    report.message = fmt::format("deadlock check: {} stages x {} micro-batches, but only {} ops: the plan is incomplete",
-                                 plan.stages.size(), plan.microbatches, ops);
+    report.message =
+        fmt::format("deadlock check: {} stages x {} micro-batches, but only {} ops: the plan is incomplete",
+                    plan.stages.size(), plan.microbatches, ops);
     return report;
   }
   const PlanIndex ix = build_index(plan);
@@ -168,8 +176,8 @@ DeadlockReport check_deadlock(const Plan& plan) {
   for (const Stage& st : plan.stages)
     if (st.device < 0 || st.device >= ix.devices) {
       report.deadlock = true;
-      report.message = fmt::format("deadlock check: stage placed on device {} out of range (expected 0..{})", st.device,
-                                   ix.devices - 1);
+      report.message = fmt::format("deadlock check: stage placed on device {} out of range (expected 0..{})",
+                                   st.device, ix.devices - 1);
       return report;
     }
   Progress progress(plan, ix);
@@ -204,8 +212,8 @@ DeadlockReport check_deadlock(const Plan& plan) {
         Dependency missing;
         next = progress.compute_blocker(id, &missing);
         if (next == Progress::kMissing) {
-          dead_end = ix.in_range[id] ? fmt::format("{} mb{} s{}, which is not in the plan", to_string(missing.kind), op.mb,
-                                                   missing.stage)
+          dead_end = ix.in_range[id] ? fmt::format("{} mb{} s{}, which is not in the plan",
+                                                   to_string(missing.kind), op.mb, missing.stage)
                                      : std::string("nothing: the op is out of range");
           next = kNone;
         }
@@ -217,10 +225,9 @@ DeadlockReport check_deadlock(const Plan& plan) {
       } else {
         next = progress.comm_blocker(id);
         if (next == Progress::kMissing) {
-          dead_end = ix.match[id] < 0
-                         ? fmt::format("a matching {} on device {}, which does not exist",
-                                       op.kind == OpKind::Send ? "RECV" : "SEND", op.peer)
-                         : std::string("a producer that is not in the plan");
+          dead_end = ix.match[id] < 0 ? fmt::format("a matching {} on device {}, which does not exist",
+                                                    op.kind == OpKind::Send ? "RECV" : "SEND", op.peer)
+                                      : std::string("a producer that is not in the plan");
           next = kNone;
         }
       }
@@ -240,7 +247,8 @@ DeadlockReport check_deadlock(const Plan& plan) {
     // the search entered it at.
     auto lowest = first;
     for (auto it = first; it != chain.end(); ++it)
-      if (it != first && ix.device_of[*it] != ix.device_of[*(it - 1)] && ix.device_of[*it] < ix.device_of[*lowest])
+      if (it != first && ix.device_of[*it] != ix.device_of[*(it - 1)] &&
+          ix.device_of[*it] < ix.device_of[*lowest])
         lowest = it;
     std::rotate(first, lowest, chain.end());
   }
@@ -258,8 +266,10 @@ DeadlockReport check_deadlock(const Plan& plan) {
     // first op is the one the chain arrived at.
     std::size_t first = i;
     while (first > from && ix.device_of[chain[first - 1]] == d) --first;
-    if (!devices.empty()) text += fmt::format(" for device {}, which", d);
-    else text += fmt::format("device {}", d);
+    if (!devices.empty())
+      text += fmt::format(" for device {}, which", d);
+    else
+      text += fmt::format("device {}", d);
     text += fmt::format(" waits at {}", op_name(ix, chain[i]));
     if (first != i) text += fmt::format(" (blocking {})", op_name(ix, chain[first]));
     devices.push_back(d);

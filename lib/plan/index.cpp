@@ -70,7 +70,8 @@ PlanIndex build_index(const Plan& plan) {
       if (is_comm(op.kind)) {
         ix.stream_pos[id] = comm - ix.comm_begin[d];
         ix.comm_ids[comm++] = id;
-        if (op.kind == OpKind::Recv && op.peer >= 0 && op.peer < D) recvs[fill[static_cast<std::size_t>(op.peer) * D + d]++] = id;
+        if (op.kind == OpKind::Recv && op.peer >= 0 && op.peer < D)
+          recvs[fill[static_cast<std::size_t>(op.peer) * D + d]++] = id;
       } else {
         ix.stream_pos[id] = compute - ix.compute_begin[d];
         ix.compute_ids[compute++] = id;
@@ -79,13 +80,27 @@ PlanIndex build_index(const Plan& plan) {
       const auto k = ix.key(op.stage, op.mb);
       std::int32_t* slot = nullptr;
       switch (op.kind) {
-        case OpKind::F: slot = &ix.f[k]; break;
-        case OpKind::B: slot = &ix.b[k]; break;
-        case OpKind::W: slot = &ix.w[k]; break;
-        case OpKind::BW: slot = &ix.bw[k]; break;
-        case OpKind::R: slot = &ix.r[k]; break;
-        case OpKind::Send: slot = &ix.send[static_cast<int>(op.tensor)][k]; break;
-        case OpKind::Recv: slot = &ix.recv[static_cast<int>(op.tensor)][k]; break;
+        case OpKind::F:
+          slot = &ix.f[k];
+          break;
+        case OpKind::B:
+          slot = &ix.b[k];
+          break;
+        case OpKind::W:
+          slot = &ix.w[k];
+          break;
+        case OpKind::BW:
+          slot = &ix.bw[k];
+          break;
+        case OpKind::R:
+          slot = &ix.r[k];
+          break;
+        case OpKind::Send:
+          slot = &ix.send[static_cast<int>(op.tensor)][k];
+          break;
+        case OpKind::Recv:
+          slot = &ix.recv[static_cast<int>(op.tensor)][k];
+          break;
       }
       if (*slot < 0) *slot = id;
     }
@@ -111,7 +126,9 @@ int dependencies(const Plan& plan, const PlanIndex& ix, const Op& op, std::array
     case OpKind::F:
       if (s > 0) out[n++] = {OpKind::F, s - 1, ix.f[ix.key(s - 1, m)]};
       break;
-    case OpKind::R: out[n++] = {OpKind::F, s, ix.f[ix.key(s, m)]}; break;
+    case OpKind::R:
+      out[n++] = {OpKind::F, s, ix.f[ix.key(s, m)]};
+      break;
     case OpKind::B:
     case OpKind::BW:
       out[n++] = {OpKind::F, s, ix.f[ix.key(s, m)]};
@@ -121,9 +138,12 @@ int dependencies(const Plan& plan, const PlanIndex& ix, const Op& op, std::array
         out[n++] = {id >= 0 ? ix.ops[id].kind : OpKind::B, s + 1, id};
       }
       break;
-    case OpKind::W: out[n++] = {OpKind::B, s, ix.b[ix.key(s, m)]}; break;
+    case OpKind::W:
+      out[n++] = {OpKind::B, s, ix.b[ix.key(s, m)]};
+      break;
     case OpKind::Send:
-    case OpKind::Recv: break;
+    case OpKind::Recv:
+      break;
   }
   return n;
 }
@@ -133,7 +153,8 @@ std::int32_t comm_producer(const PlanIndex& ix, const Op& op) {
 }
 
 std::int32_t comm_consumer(const PlanIndex& ix, const Op& op) {
-  return op.tensor == TensorKind::Activation ? ix.f[ix.key(op.stage + 1, op.mb)] : ix.backward(op.stage - 1, op.mb);
+  return op.tensor == TensorKind::Activation ? ix.f[ix.key(op.stage + 1, op.mb)]
+                                             : ix.backward(op.stage - 1, op.mb);
 }
 
 }  // namespace octo

@@ -53,7 +53,9 @@ struct Dependency {
   /// The producer is another stage: the tensor crosses a stage boundary (maybe a device one).
   [[nodiscard]] bool crosses_stage(int consumer_stage) const { return stage != consumer_stage; }
   /// The tensor carried across the boundary (valid when crosses_stage).
-  [[nodiscard]] TensorKind tensor() const { return kind == OpKind::F ? TensorKind::Activation : TensorKind::Gradient; }
+  [[nodiscard]] TensorKind tensor() const {
+    return kind == OpKind::F ? TensorKind::Activation : TensorKind::Gradient;
+  }
 };
 
 /// The dependencies of compute op `op` (CONTRACTS.md): F(s,m) ← F(s-1,m); R(s,m) ← F(s,m);

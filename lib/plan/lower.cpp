@@ -1,8 +1,8 @@
 #include "plan/lower.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
@@ -14,19 +14,25 @@ namespace {
 
 double duration(const StageDurations& d, OpKind kind) {
   switch (kind) {
-    case OpKind::F: return d.f;
-    case OpKind::B: return d.b;
-    case OpKind::W: return d.w;
-    case OpKind::BW: return d.b + d.w;
-    case OpKind::R: return d.r;
-    default: return 0;
+    case OpKind::F:
+      return d.f;
+    case OpKind::B:
+      return d.b;
+    case OpKind::W:
+      return d.w;
+    case OpKind::BW:
+      return d.b + d.w;
+    case OpKind::R:
+      return d.r;
+    default:
+      return 0;
   }
 }
 
 /// One cross-device hand-off: producer and consumer op ids, ordered by when the producer ends.
 struct Transfer {
-  double ready = 0;          // producer end time in the compute-only schedule
-  std::int32_t order = 0;    // producer's completion rank: a topological order, breaks time ties
+  double ready = 0;        // producer end time in the compute-only schedule
+  std::int32_t order = 0;  // producer's completion rank: a topological order, breaks time ties
   std::int32_t producer = 0;
   std::int32_t consumer = 0;
   TensorKind tensor = TensorKind::Activation;
@@ -35,8 +41,7 @@ struct Transfer {
 }  // namespace
 
 void strip_comm(Plan& plan) {
-  for (auto& program : plan.programs)
-    std::erase_if(program, [](const Op& op) { return is_comm(op.kind); });
+  for (auto& program : plan.programs) std::erase_if(program, [](const Op& op) { return is_comm(op.kind); });
 }
 
 void lower(Plan& plan, const LowerOptions& options) {
@@ -83,8 +88,10 @@ void lower(Plan& plan, const LowerOptions& options) {
       double start = free_at[d];
       bool ready = true;
       for (int i = 0; i < n && ready; ++i) {
-        if (rank[deps[i].id] < 0) ready = false;
-        else start = std::max(start, end[deps[i].id]);
+        if (rank[deps[i].id] < 0)
+          ready = false;
+        else
+          start = std::max(start, end[deps[i].id]);
       }
       if (!ready) break;
       const StageDurations unit;
@@ -155,7 +162,8 @@ void lower(Plan& plan, const LowerOptions& options) {
     placed[fill[from]++] = {send_slot, Op{OpKind::Send, producer.stage, producer.mb, to, t.tensor, bytes}};
     const std::int32_t recv_slot = last_slot[to];
     if (recv_slot > ix.position(t.consumer))
-      fail("lower: internal error: RECV for {} cannot precede its consumer on device {}", describe(producer), to);
+      fail("lower: internal error: RECV for {} cannot precede its consumer on device {}", describe(producer),
+           to);
     placed[fill[to]++] = {recv_slot, Op{OpKind::Recv, producer.stage, producer.mb, from, t.tensor, bytes}};
   }
   for (int d = 0; d < D; ++d) {
@@ -188,9 +196,10 @@ std::vector<StageDurations> stage_durations(const Plan& plan, const CostProfile&
   out.reserve(plan.stages.size());
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const Stage& st = plan.stages[s];
-    if (st.first_layer < 0 || st.end_layer > static_cast<int>(costs.layers.size()) || st.first_layer >= st.end_layer)
-      fail("lower: stage {} holds layers [{}, {}), but the costs ({}) have {} layers", s, st.first_layer, st.end_layer,
-           costs.origin, costs.layers.size());
+    if (st.first_layer < 0 || st.end_layer > static_cast<int>(costs.layers.size()) ||
+        st.first_layer >= st.end_layer)
+      fail("lower: stage {} holds layers [{}, {}), but the costs ({}) have {} layers", s, st.first_layer,
+           st.end_layer, costs.origin, costs.layers.size());
     StageDurations d{costs.op_overhead_ms, costs.op_overhead_ms, costs.op_overhead_ms, costs.op_overhead_ms};
     for (int l = st.first_layer; l < st.end_layer; ++l) {
       d.f += costs.layers[l].f_ms;

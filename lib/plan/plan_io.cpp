@@ -1,14 +1,15 @@
 #include "plan/plan_io.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
 
-#include <fmt/format.h>
-
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "plan/deadlock.hpp"
+#include "spec/loader.hpp"
 
 namespace octo {
 namespace {
@@ -17,15 +18,23 @@ using nlohmann::json;
 
 std::string_view json_type(const json& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a floating-point number";
-    default: return "an unsupported value";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a floating-point number";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -34,11 +43,13 @@ class Reader {
  public:
   explicit Reader(const std::string& source) : source_(source) {}
 
-  [[noreturn]] void fail(const std::string& path, const std::string& problem, const std::string& expected = {}) const {
+  [[noreturn]] void fail(const std::string& path, const std::string& problem,
+                         const std::string& expected = {}) const {
     throw InputError(SourceLocation{source_}, path, problem, expected);
   }
 
-  const json& object(const json& j, const std::string& path, std::initializer_list<std::string_view> keys) const {
+  const json& object(const json& j, const std::string& path,
+                     std::initializer_list<std::string_view> keys) const {
     if (!j.is_object()) fail(path, fmt::format("is {}", json_type(j)), "an object");
     for (const auto& [key, value] : j.items()) {
       if (std::find(keys.begin(), keys.end(), key) == keys.end())
@@ -58,11 +69,13 @@ class Reader {
     return *j;
   }
 
-  std::int64_t integer(const json& j, const std::string& path, std::int64_t lo = std::numeric_limits<std::int32_t>::min(),
+  std::int64_t integer(const json& j, const std::string& path,
+                       std::int64_t lo = std::numeric_limits<std::int32_t>::min(),
                        std::int64_t hi = std::numeric_limits<std::int32_t>::max()) const {
     if (j.is_number_unsigned()) {
       const auto v = j.get<std::uint64_t>();
-      if (v > static_cast<std::uint64_t>(hi)) fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
+      if (v > static_cast<std::uint64_t>(hi))
+        fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
       return static_cast<std::int64_t>(v);
     }
     if (!j.is_number_integer()) fail(path, fmt::format("is {}", json_type(j)), "an integer");
@@ -103,29 +116,36 @@ OpKind parse_kind(const Reader& rd, const json& j, const std::string& path) {
 }
 
 Op parse_op(const Reader& rd, const json& j, const std::string& path) {
-  if (!j.is_object()) rd.fail(path, fmt::format("is {}", json_type(j)), "an op object like {\"op\": \"F\", \"stage\": 0, \"mb\": 0}");
+  if (!j.is_object())
+    rd.fail(path, fmt::format("is {}", json_type(j)),
+            "an op object like {\"op\": \"F\", \"stage\": 0, \"mb\": 0}");
   Op op;
   op.kind = parse_kind(rd, rd.required(j, path, "op"), Reader::join(path, "op"));
   if (is_comm(op.kind))
     rd.object(j, path, {"op", "stage", "mb", "tensor", "peer", "bytes"});
   else
     rd.object(j, path, {"op", "stage", "mb"});
-  op.stage = static_cast<std::int32_t>(rd.integer(rd.required(j, path, "stage"), Reader::join(path, "stage")));
+  op.stage =
+      static_cast<std::int32_t>(rd.integer(rd.required(j, path, "stage"), Reader::join(path, "stage")));
   op.mb = static_cast<std::int32_t>(rd.integer(rd.required(j, path, "mb"), Reader::join(path, "mb")));
   if (is_comm(op.kind)) {
     const std::string tpath = Reader::join(path, "tensor");
     const std::string tensor = rd.string(rd.required(j, path, "tensor"), tpath);
-    if (tensor == to_string(TensorKind::Activation)) op.tensor = TensorKind::Activation;
-    else if (tensor == to_string(TensorKind::Gradient)) op.tensor = TensorKind::Gradient;
-    else rd.fail(tpath, fmt::format("unknown tensor \"{}\"", tensor), "act or grad");
+    if (tensor == to_string(TensorKind::Activation))
+      op.tensor = TensorKind::Activation;
+    else if (tensor == to_string(TensorKind::Gradient))
+      op.tensor = TensorKind::Gradient;
+    else
+      rd.fail(tpath, fmt::format("unknown tensor \"{}\"", tensor), "act or grad");
     op.peer = static_cast<std::int32_t>(rd.integer(rd.required(j, path, "peer"), Reader::join(path, "peer")));
-    op.bytes = rd.integer(rd.required(j, path, "bytes"), Reader::join(path, "bytes"), std::numeric_limits<std::int64_t>::min(),
-                          std::numeric_limits<std::int64_t>::max());
+    op.bytes = rd.integer(rd.required(j, path, "bytes"), Reader::join(path, "bytes"),
+                          std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
   }
   return op;
 }
 
-void parse_input(const Reader& rd, const json& inputs, std::string_view key, std::string& source, std::string& yaml) {
+void parse_input(const Reader& rd, const json& inputs, std::string_view key, std::string& source,
+                 std::string& yaml) {
   const json* j = rd.optional(inputs, key);
   if (!j) return;
   const std::string path = Reader::join("inputs", key);
@@ -160,7 +180,8 @@ std::string nest(const std::string& text, int indent) {
 json to_json(const Plan& plan) {
   json stages = json::array();
   for (const Stage& st : plan.stages)
-    stages.push_back({{"layers", {st.first_layer, st.end_layer}}, {"device", st.device}, {"recompute", st.recompute}});
+    stages.push_back(
+        {{"layers", {st.first_layer, st.end_layer}}, {"device", st.device}, {"recompute", st.recompute}});
   json devices = json::array();
   for (std::size_t d = 0; d < plan.programs.size(); ++d) {
     json ops = json::array();
@@ -198,14 +219,15 @@ std::string plan_to_string(const Plan& plan) {
   out += fmt::format("    \"model\": {},\n", input(plan.model_source, plan.model_yaml));
   out += fmt::format("    \"cluster\": {},\n", input(plan.cluster_source, plan.cluster_yaml));
   out += fmt::format("    \"costs\": {}\n  }},\n", input(plan.costs_source, plan.costs_yaml));
-  out += fmt::format("  \"parallel\": {{\"devices\": {}, \"tp\": {}, \"dp\": {}}},\n", plan.devices, plan.tp, plan.dp);
+  out += fmt::format("  \"parallel\": {{\"devices\": {}, \"tp\": {}, \"dp\": {}}},\n", plan.devices, plan.tp,
+                     plan.dp);
   out += fmt::format("  \"microbatches\": {},\n  \"micro_batch\": {},\n  \"seq\": {},\n", plan.microbatches,
                      plan.micro_batch, plan.seq);
   out += "  \"stages\": [";
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& st = plan.stages[i];
-    out += fmt::format("{}\n    {{\"layers\": [{}, {}], \"device\": {}, \"recompute\": {}}}", i ? "," : "", st.first_layer,
-                       st.end_layer, st.device, st.recompute);
+    out += fmt::format("{}\n    {{\"layers\": [{}, {}], \"device\": {}, \"recompute\": {}}}", i ? "," : "",
+                       st.first_layer, st.end_layer, st.device, st.recompute);
   }
   out += plan.stages.empty() ? "],\n" : "\n  ],\n";
   out += "  \"devices\": [";
@@ -216,10 +238,12 @@ std::string plan_to_string(const Plan& plan) {
       const Op& op = program[i];
       out += i ? ",\n      " : "\n      ";
       if (is_comm(op.kind))
-        out += fmt::format("{{\"op\": \"{}\", \"stage\": {}, \"mb\": {}, \"tensor\": \"{}\", \"peer\": {}, \"bytes\": {}}}",
-                           to_string(op.kind), op.stage, op.mb, to_string(op.tensor), op.peer, op.bytes);
+        out += fmt::format(
+            "{{\"op\": \"{}\", \"stage\": {}, \"mb\": {}, \"tensor\": \"{}\", \"peer\": {}, \"bytes\": {}}}",
+            to_string(op.kind), op.stage, op.mb, to_string(op.tensor), op.peer, op.bytes);
       else
-        out += fmt::format("{{\"op\": \"{}\", \"stage\": {}, \"mb\": {}}}", to_string(op.kind), op.stage, op.mb);
+        out +=
+            fmt::format("{{\"op\": \"{}\", \"stage\": {}, \"mb\": {}}}", to_string(op.kind), op.stage, op.mb);
     }
     out += program.empty() ? "]}" : "\n    ]}";
   }
@@ -239,8 +263,9 @@ Plan plan_from_json(const json& j, const std::string& source) {
   if (plan.schema_version != Plan::kSchemaVersion)
     rd.fail("schema_version", fmt::format("version {} is not supported by this build", plan.schema_version),
             fmt::format("{}; re-create the plan with this version of octoplan", Plan::kSchemaVersion));
-  rd.object(j, "", {"schema_version", "generator", "method", "inputs", "parallel", "microbatches", "micro_batch", "seq",
-                    "stages", "devices", "predicted"});
+  rd.object(j, "",
+            {"schema_version", "generator", "method", "inputs", "parallel", "microbatches", "micro_batch",
+             "seq", "stages", "devices", "predicted"});
 
   if (const json* g = rd.optional(j, "generator")) plan.generator = rd.string(*g, "generator");
   if (const json* m = rd.optional(j, "method")) plan.method = rd.string(*m, "method");
@@ -252,13 +277,18 @@ Plan plan_from_json(const json& j, const std::string& source) {
   }
 
   const json& parallel = rd.object(rd.required(j, "", "parallel"), "parallel", {"devices", "tp", "dp"});
-  plan.devices = static_cast<int>(rd.integer(rd.required(parallel, "parallel", "devices"), "parallel.devices"));
-  if (const json* tp = rd.optional(parallel, "tp")) plan.tp = static_cast<int>(rd.integer(*tp, "parallel.tp"));
-  if (const json* dp = rd.optional(parallel, "dp")) plan.dp = static_cast<int>(rd.integer(*dp, "parallel.dp"));
+  plan.devices =
+      static_cast<int>(rd.integer(rd.required(parallel, "parallel", "devices"), "parallel.devices"));
+  if (const json* tp = rd.optional(parallel, "tp"))
+    plan.tp = static_cast<int>(rd.integer(*tp, "parallel.tp"));
+  if (const json* dp = rd.optional(parallel, "dp"))
+    plan.dp = static_cast<int>(rd.integer(*dp, "parallel.dp"));
   plan.microbatches = static_cast<int>(rd.integer(rd.required(j, "", "microbatches"), "microbatches"));
-  if (const json* mb = rd.optional(j, "micro_batch")) plan.micro_batch = static_cast<int>(rd.integer(*mb, "micro_batch"));
+  if (const json* mb = rd.optional(j, "micro_batch"))
+    plan.micro_batch = static_cast<int>(rd.integer(*mb, "micro_batch"));
   if (const json* seq = rd.optional(j, "seq"))
-    plan.seq = rd.integer(*seq, "seq", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+    plan.seq = rd.integer(*seq, "seq", std::numeric_limits<std::int64_t>::min(),
+                          std::numeric_limits<std::int64_t>::max());
 
   const json& stages = rd.array(rd.required(j, "", "stages"), "stages");
   plan.stages.reserve(stages.size());
@@ -271,8 +301,10 @@ Plan plan_from_json(const json& j, const std::string& source) {
     Stage stage;
     stage.first_layer = static_cast<std::int32_t>(rd.integer(layers[0], Reader::index(lpath, 0)));
     stage.end_layer = static_cast<std::int32_t>(rd.integer(layers[1], Reader::index(lpath, 1)));
-    stage.device = static_cast<std::int32_t>(rd.integer(rd.required(st, path, "device"), Reader::join(path, "device")));
-    if (const json* r = rd.optional(st, "recompute")) stage.recompute = rd.boolean(*r, Reader::join(path, "recompute"));
+    stage.device =
+        static_cast<std::int32_t>(rd.integer(rd.required(st, path, "device"), Reader::join(path, "device")));
+    if (const json* r = rd.optional(st, "recompute"))
+      stage.recompute = rd.boolean(*r, Reader::join(path, "recompute"));
     plan.stages.push_back(stage);
   }
 
@@ -283,12 +315,14 @@ Plan plan_from_json(const json& j, const std::string& source) {
     const json& dev = rd.object(devices[d], path, {"device", "ops"});
     const std::string dpath = Reader::join(path, "device");
     const std::int64_t id = rd.integer(rd.required(dev, path, "device"), dpath);
-    if (id != static_cast<std::int64_t>(d)) rd.fail(dpath, fmt::format("{}", id), fmt::format("{}: devices are listed in order", d));
+    if (id != static_cast<std::int64_t>(d))
+      rd.fail(dpath, fmt::format("{}", id), fmt::format("{}: devices are listed in order", d));
     const std::string opath = Reader::join(path, "ops");
     const json& ops = rd.array(rd.required(dev, path, "ops"), opath);
     auto& program = plan.programs[d];
     program.reserve(ops.size());
-    for (std::size_t i = 0; i < ops.size(); ++i) program.push_back(parse_op(rd, ops[i], Reader::index(opath, i)));
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      program.push_back(parse_op(rd, ops[i], Reader::index(opath, i)));
   }
   if (const json* predicted = rd.optional(j, "predicted")) plan.predicted = *predicted;
   return plan;
@@ -313,15 +347,22 @@ Plan parse_plan(std::string_view text, const std::string& source, const LoadOpti
       }
     }
     std::string detail = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax error ..."
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax error
+    // ..."
     if (const auto at = detail.find("column"); at != std::string::npos) {
-      if (const auto colon = detail.find(": ", at); colon != std::string::npos) detail = detail.substr(colon + 2);
+      if (const auto colon = detail.find(": ", at); colon != std::string::npos)
+        detail = detail.substr(colon + 2);
     }
     throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
   }
   Plan plan = plan_from_json(j, source);
   if (options.validate) {
-    require_valid(plan, source, options.validation);
+    ValidateOptions validation = options.validation;
+    // The embedded model says how many layers the stages must cover.
+    if (validation.model_layers == 0 && !plan.model_yaml.empty())
+      validation.model_layers =
+          static_cast<int>(parse_model(plan.model_yaml, source + ": inputs.model.yaml").layers.size());
+    require_valid(plan, source, validation);
     if (options.check_deadlock) {
       const DeadlockReport report = check_deadlock(plan);
       if (report.deadlock) throw Error(fmt::format("{}: {}", source, report.message));
@@ -330,6 +371,8 @@ Plan parse_plan(std::string_view text, const std::string& source, const LoadOpti
   return plan;
 }
 
-Plan load_plan(const std::string& path, const LoadOptions& options) { return parse_plan(read_file(path), path, options); }
+Plan load_plan(const std::string& path, const LoadOptions& options) {
+  return parse_plan(read_file(path), path, options);
+}
 
 }  // namespace octo

@@ -17,10 +17,9 @@
 /// parallel.devices, microbatches, stages, devices; the others default (tp = dp = micro_batch = 1,
 /// seq = 0, empty strings, predicted = null). Unknown keys are errors.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "plan/plan.hpp"
 #include "plan/validate.hpp"
@@ -44,11 +43,14 @@ void save_plan(const Plan& plan, const std::string& path);
 struct LoadOptions {
   bool validate = true;        ///< run validate_plan (structure, op counts, order, comm matching)
   bool check_deadlock = true;  ///< run check_deadlock (needs validate)
-  ValidateOptions validation;  ///< passed to validate_plan
+  /// Passed to validate_plan; when model_layers is 0 it is taken from the embedded model YAML
+  /// (if any), so the stages must cover exactly the model's layers.
+  ValidateOptions validation;
 };
 
 /// Parses plan text; `source` names it in messages. JSON syntax errors carry line:column.
-[[nodiscard]] Plan parse_plan(std::string_view text, const std::string& source, const LoadOptions& options = {});
+[[nodiscard]] Plan parse_plan(std::string_view text, const std::string& source,
+                              const LoadOptions& options = {});
 
 /// Reads, parses and (by default) validates and deadlock-checks a plan file. Throws octo::Error /
 /// octo::InputError naming the file; a deadlocking plan is rejected with the cycle in the message.

@@ -11,14 +11,19 @@ namespace {
 std::string ordinal(std::int64_t n) {
   const char* suffix = "th";
   if (n % 100 < 11 || n % 100 > 13) {
-    if (n % 10 == 1) suffix = "st";
-    else if (n % 10 == 2) suffix = "nd";
-    else if (n % 10 == 3) suffix = "rd";
+    if (n % 10 == 1)
+      suffix = "st";
+    else if (n % 10 == 2)
+      suffix = "nd";
+    else if (n % 10 == 3)
+      suffix = "rd";
   }
   return fmt::format("{}{}", n, suffix);
 }
 
-std::string range(int count) { return count > 0 ? fmt::format("0..{}", count - 1) : std::string("none: the range is empty"); }
+std::string range(int count) {
+  return count > 0 ? fmt::format("0..{}", count - 1) : std::string("none: the range is empty");
+}
 
 class Validator {
  public:
@@ -34,9 +39,11 @@ class Validator {
     // the lookup tables must not be sized by it.
     std::size_t ops = 0;
     for (const auto& program : plan_.programs) ops += program.size();
-    const auto pairs = static_cast<std::uint64_t>(plan_.stages.size()) * static_cast<std::uint64_t>(plan_.microbatches);
+    const auto pairs =
+        static_cast<std::uint64_t>(plan_.stages.size()) * static_cast<std::uint64_t>(plan_.microbatches);
     if (pairs > ops) {
-      add("microbatches: {} with {} stages needs at least {} ops, but the programs hold {} (expected F and B/W of every "
+      add("microbatches: {} with {} stages needs at least {} ops, but the programs hold {} (expected F and "
+          "B/W of every "
           "stage and micro-batch)",
           plan_.microbatches, plan_.stages.size(), 2 * pairs, ops);
       return std::move(problems_);
@@ -92,13 +99,14 @@ class Validator {
         add("stages[{}].layers: starts at layer {} (expected {}: {})", i, st.first_layer, expected_first,
             i == 0 ? "the first stage starts at layer 0" : fmt::format("stages[{}] ends there", i - 1));
       if (st.end_layer <= st.first_layer)
-        add("stages[{}].layers: [{}, {}) holds no layer (expected first < end)", i, st.first_layer, st.end_layer);
+        add("stages[{}].layers: [{}, {}) holds no layer (expected first < end)", i, st.first_layer,
+            st.end_layer);
       if (st.device < 0 || st.device >= plan_.devices)
         add("stages[{}].device: {} out of range (expected {})", i, st.device, range(plan_.devices));
     }
     if (options_.model_layers > 0 && stages.back().end_layer != options_.model_layers)
-      add("stages[{}].layers: the stages end at layer {} (expected {}: the model has {} layers)", stages.size() - 1,
-          stages.back().end_layer, options_.model_layers, options_.model_layers);
+      add("stages[{}].layers: the stages end at layer {} (expected {}: the model has {} layers)",
+          stages.size() - 1, stages.back().end_layer, options_.model_layers, options_.model_layers);
   }
 
   void check_ops() {
@@ -108,23 +116,28 @@ class Validator {
       const int d = ix_.device_of[id];
       const auto p = [&] { return path(id); };  // formatted only when there is a problem
       if (op.kind > OpKind::Recv) {
-        add("{}.op: unknown op kind {} (expected F, B, W, BW, R, SEND or RECV)", p(), static_cast<int>(op.kind));
+        add("{}.op: unknown op kind {} (expected F, B, W, BW, R, SEND or RECV)", p(),
+            static_cast<int>(op.kind));
         continue;
       }
       if (is_comm(op.kind) && options_.comm == CommCheck::Forbidden) {
-        add("{}: {} in a compute-only program (expected only F, B, W, BW and R before lowering)", p(), describe(op));
+        add("{}: {} in a compute-only program (expected only F, B, W, BW and R before lowering)", p(),
+            describe(op));
         continue;
       }
-      if (op.stage < 0 || op.stage >= S) add("{}.stage: {} out of range (expected {})", p(), op.stage, range(S));
+      if (op.stage < 0 || op.stage >= S)
+        add("{}.stage: {} out of range (expected {})", p(), op.stage, range(S));
       if (op.mb < 0 || op.mb >= M) add("{}.mb: {} out of range (expected {})", p(), op.mb, range(M));
       if (is_comm(op.kind)) {
-        if (op.peer < 0 || op.peer >= D) add("{}.peer: {} out of range (expected {})", p(), op.peer, range(D));
+        if (op.peer < 0 || op.peer >= D)
+          add("{}.peer: {} out of range (expected {})", p(), op.peer, range(D));
         if (op.tensor != TensorKind::Activation && op.tensor != TensorKind::Gradient)
           add("{}.tensor: unknown tensor kind (expected act or grad)", p());
         if (op.bytes < 0) add("{}.bytes: {} (expected at least 0)", p(), op.bytes);
         if (op.stage >= 0 && op.stage < S) {
           if (op.tensor == TensorKind::Activation && op.stage == S - 1)
-            add("{}.stage: the activation of the last stage {} goes nowhere (expected {})", p(), op.stage, range(S - 1));
+            add("{}.stage: the activation of the last stage {} goes nowhere (expected {})", p(), op.stage,
+                range(S - 1));
           if (op.tensor == TensorKind::Gradient && op.stage == 0)
             add("{}.stage: the input gradient of stage 0 goes nowhere (expected 1..{})", p(), S - 1);
         }
@@ -132,9 +145,11 @@ class Validator {
       }
       if (!ix_.in_range[id]) continue;
       if (placed(op.stage) && stage_device(op.stage) != d)
-        add("{}: on device {}, but stage {} is placed on device {}", at(id), d, op.stage, stage_device(op.stage));
+        add("{}: on device {}, but stage {} is placed on device {}", at(id), d, op.stage,
+            stage_device(op.stage));
       if (op.kind == OpKind::R && !plan_.stages[op.stage].recompute)
-        add("{}: stage {} does not recompute (expected R only for stages with recompute: true)", at(id), op.stage);
+        add("{}: stage {} does not recompute (expected R only for stages with recompute: true)", at(id),
+            op.stage);
       const auto k = ix_.key(op.stage, op.mb);
       const std::int32_t first = lookup(op.kind)[k];
       if (first != id) add("{}: duplicate of {} (expected exactly one)", at(id), path(first));
@@ -143,16 +158,22 @@ class Validator {
 
   const std::vector<std::int32_t>& lookup(OpKind kind) const {
     switch (kind) {
-      case OpKind::F: return ix_.f;
-      case OpKind::B: return ix_.b;
-      case OpKind::W: return ix_.w;
-      case OpKind::BW: return ix_.bw;
-      default: return ix_.r;
+      case OpKind::F:
+        return ix_.f;
+      case OpKind::B:
+        return ix_.b;
+      case OpKind::W:
+        return ix_.w;
+      case OpKind::BW:
+        return ix_.bw;
+      default:
+        return ix_.r;
     }
   }
 
   std::string where_expected(int s) const {
-    return placed(s) ? fmt::format("expected on device {}", stage_device(s)) : std::string("stage has no valid device");
+    return placed(s) ? fmt::format("expected on device {}", stage_device(s))
+                     : std::string("stage has no valid device");
   }
 
   void check_counts() {
@@ -166,13 +187,17 @@ class Validator {
           add("stages[{}]: {} is missing (the stage recomputes; {})", s, name(OpKind::R), where_expected(s));
         const bool b = ix_.b[k] >= 0, w = ix_.w[k] >= 0, bw = ix_.bw[k] >= 0;
         if (bw && (b || w))
-          add("{}: fused with a separate {} (expected BW, or B and W)", at(ix_.bw[k]), b ? name(OpKind::B) : name(OpKind::W));
+          add("{}: fused with a separate {} (expected BW, or B and W)", at(ix_.bw[k]),
+              b ? name(OpKind::B) : name(OpKind::W));
         else if (!bw && !b && !w)
-          add("stages[{}]: {} (or {}) is missing ({})", s, name(OpKind::B), name(OpKind::BW), where_expected(s));
+          add("stages[{}]: {} (or {}) is missing ({})", s, name(OpKind::B), name(OpKind::BW),
+              where_expected(s));
         else if (b && !w)
-          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::W), name(OpKind::B), path(ix_.b[k]));
+          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::W), name(OpKind::B),
+              path(ix_.b[k]));
         else if (w && !b && !bw)
-          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::B), name(OpKind::W), path(ix_.w[k]));
+          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::B), name(OpKind::W),
+              path(ix_.w[k]));
       }
     }
   }
@@ -211,7 +236,8 @@ class Validator {
       const auto k = ix_.key(op.stage, op.mb);
       const int t = static_cast<int>(op.tensor);
       if (from_dev == to_dev) {
-        add("{}: stages {} and {} are both on device {}: a local hand-off (expected no comm op)", at(id), from, to, from_dev);
+        add("{}: stages {} and {} are both on device {}: a local hand-off (expected no comm op)", at(id),
+            from, to, from_dev);
         continue;
       }
       const bool send = op.kind == OpKind::Send;
@@ -222,7 +248,8 @@ class Validator {
         continue;
       }
       if (op.peer != other)
-        add("{}.peer: {} (expected {}: stage {} is on device {})", path(id), op.peer, other, send ? to : from, other);
+        add("{}.peer: {} (expected {}: stage {} is on device {})", path(id), op.peer, other, send ? to : from,
+            other);
       const std::int32_t first = (send ? ix_.send : ix_.recv)[t][k];
       if (first != id) {
         add("{}: duplicate of {} (expected exactly one)", at(id), path(first));
@@ -231,16 +258,19 @@ class Validator {
       const std::int32_t partner = send ? comm_producer(ix_, op) : comm_consumer(ix_, op);
       if (partner >= 0 && ix_.device_of[partner] == d) {
         if (send && ix_.position(partner) > ix_.position(id))
-          add("{}: listed before its producer {} ({}) (expected after it)", at(id), describe(ix_.ops[partner]), path(partner));
+          add("{}: listed before its producer {} ({}) (expected after it)", at(id),
+              describe(ix_.ops[partner]), path(partner));
         if (!send && ix_.position(partner) < ix_.position(id))
-          add("{}: listed after its consumer {} ({}) (expected before it)", at(id), describe(ix_.ops[partner]), path(partner));
+          add("{}: listed after its consumer {} ({}) (expected before it)", at(id),
+              describe(ix_.ops[partner]), path(partner));
       }
       const int bnd = std::min(from, to);
       if (boundary[bnd] < 0) {
         boundary[bnd] = op.bytes;
         boundary_op[bnd] = id;
       } else if (boundary[bnd] != op.bytes) {
-        add("{}.bytes: {} (expected {} like {}: both directions of the boundary between stages {} and {} carry the same "
+        add("{}.bytes: {} (expected {} like {}: both directions of the boundary between stages {} and {} "
+            "carry the same "
             "tensor size)",
             path(id), op.bytes, boundary[bnd], path(boundary_op[bnd]), bnd, bnd + 1);
       }
@@ -258,16 +288,19 @@ class Validator {
           const auto k = ix_.key(s, m);
           const std::int32_t consumer = comm_consumer(ix_, probe);
           const auto feeds = [&] {
-            return consumer >= 0 ? fmt::format("{} feeds {}", describe(ix_.ops[producer]), describe(ix_.ops[consumer]))
-                                 : fmt::format("the output of {}", describe(ix_.ops[producer]));
+            return consumer >= 0
+                       ? fmt::format("{} feeds {}", describe(ix_.ops[producer]), describe(ix_.ops[consumer]))
+                       : fmt::format("the output of {}", describe(ix_.ops[producer]));
           };
           Op send = probe;
           send.peer = stage_device(to);
           Op recv{OpKind::Recv, s, m, stage_device(s), static_cast<TensorKind>(t)};
           if (ix_.send[t][k] < 0)
-            add("devices[{}]: {} is missing ({} on device {})", stage_device(s), describe(send), feeds(), stage_device(to));
+            add("devices[{}]: {} is missing ({} on device {})", stage_device(s), describe(send), feeds(),
+                stage_device(to));
           if (ix_.recv[t][k] < 0)
-            add("devices[{}]: {} is missing ({} on device {})", stage_device(to), describe(recv), feeds(), stage_device(to));
+            add("devices[{}]: {} is missing ({} on device {})", stage_device(to), describe(recv), feeds(),
+                stage_device(to));
         }
       }
     }
@@ -291,7 +324,8 @@ class Validator {
       if (other < 0) continue;
       const Op& r = ix_.ops[other];
       if (r.tensor != op.tensor || r.stage != op.stage || r.mb != op.mb || r.bytes != op.bytes)
-        add("{} is the {} SEND from device {} to device {}, but the {} RECV on device {} from device {} is {} "
+        add("{} is the {} SEND from device {} to device {}, but the {} RECV on device {} from device {} is "
+            "{} "
             "(expected the same tensor, stage, micro-batch and bytes: the transport pairs them in order)",
             at(id), ordinal(k), d, op.peer, ordinal(k), op.peer, d, at(other));
     }
@@ -299,7 +333,8 @@ class Validator {
       for (int b = 0; b < D; ++b) {
         const std::size_t pair = static_cast<std::size_t>(a) * D + b;
         if (sends[pair] != recvs[pair])
-          add("devices[{}] and devices[{}]: device {} has {} SEND ops to device {} but device {} has {} RECV ops from "
+          add("devices[{}] and devices[{}]: device {} has {} SEND ops to device {} but device {} has {} RECV "
+              "ops from "
               "device {} (expected as many)",
               a, b, a, sends[pair], b, b, recvs[pair], a);
       }
@@ -326,7 +361,8 @@ void require_valid(const Plan& plan, const std::string& source, const ValidateOp
     if (i) message += '\n';
     message += source + ": " + problems[i];
   }
-  if (problems.size() > kShown) message += fmt::format("\n{}: ... and {} more problems", source, problems.size() - kShown);
+  if (problems.size() > kShown)
+    message += fmt::format("\n{}: ... and {} more problems", source, problems.size() - kShown);
   throw Error(message);
 }
 

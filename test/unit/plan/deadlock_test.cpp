@@ -1,5 +1,6 @@
-#include <catch2/catch.hpp>
+#include "plan/deadlock.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -7,7 +8,6 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "plan/deadlock.hpp"
 #include "plan/lower.hpp"
 #include "plan/plan_io.hpp"
 #include "plan/validate.hpp"
@@ -30,8 +30,8 @@ Op recv(TensorKind t, int s, int m, int peer) { return Op{OpKind::Recv, s, m, pe
 /// the second activation: with rendezvous transfers neither can proceed.
 Plan crossing_plan() {
   Plan plan = make_plan({1, 1}, {0, 1}, 2, 2);
-  plan.programs[0] = {F(0, 0), send(A, 0, 0, 1), F(0, 1), send(A, 0, 1, 1),
-                      recv(G, 1, 0, 1), BW(0, 0), recv(G, 1, 1, 1), BW(0, 1)};
+  plan.programs[0] = {F(0, 0),          send(A, 0, 0, 1), F(0, 1),          send(A, 0, 1, 1),
+                      recv(G, 1, 0, 1), BW(0, 0),         recv(G, 1, 1, 1), BW(0, 1)};
   plan.programs[1] = {recv(A, 0, 0, 0), F(1, 0), BW(1, 0), send(G, 1, 0, 0),
                       recv(A, 0, 1, 0), F(1, 1), BW(1, 1), send(G, 1, 1, 0)};
   return plan;
@@ -99,13 +99,20 @@ std::size_t reference_completed(const Plan& plan) {
         bool ready = true;
         switch (op.kind) {
           case OpKind::F:
-            if (s > 0) ready = input_ready(d, A, s - 1, m, is_done(OpKind::F, s - 1, m), plan.stages[s - 1].device);
+            if (s > 0)
+              ready = input_ready(d, A, s - 1, m, is_done(OpKind::F, s - 1, m), plan.stages[s - 1].device);
             break;
-          case OpKind::R: ready = is_done(OpKind::F, s, m); break;
-          case OpKind::W: ready = is_done(OpKind::B, s, m); break;
+          case OpKind::R:
+            ready = is_done(OpKind::F, s, m);
+            break;
+          case OpKind::W:
+            ready = is_done(OpKind::B, s, m);
+            break;
           default:
             ready = is_done(OpKind::F, s, m) && (!plan.stages[s].recompute || is_done(OpKind::R, s, m));
-            if (s + 1 < S) ready = ready && input_ready(d, G, s + 1, m, backward_done(s + 1, m), backward_device(s + 1, m));
+            if (s + 1 < S)
+              ready =
+                  ready && input_ready(d, G, s + 1, m, backward_done(s + 1, m), backward_device(s + 1, m));
         }
         if (ready) {
           done_compute[{static_cast<int>(op.kind), s, m}] = true;
@@ -123,7 +130,8 @@ std::size_t reference_completed(const Plan& plan) {
         const Op& sop = op.kind == OpKind::Send ? op : plan.programs[pd][pi];
         const Op& rop = op.kind == OpKind::Recv ? op : plan.programs[pd][pi];
         const int rd = op.kind == OpKind::Recv ? d : pd;
-        const bool produced = sop.tensor == A ? is_done(OpKind::F, sop.stage, sop.mb) : backward_done(sop.stage, sop.mb);
+        const bool produced =
+            sop.tensor == A ? is_done(OpKind::F, sop.stage, sop.mb) : backward_done(sop.stage, sop.mb);
         if (!produced) continue;
         done_recv[{rd, static_cast<int>(rop.tensor), rop.stage, rop.mb}] = true;
         comm_pos[d] = next_of(d, true, comm_pos[d] + 1);
@@ -151,8 +159,10 @@ TEST_CASE("a crossing send/recv order deadlocks and the cycle is named", "[deadl
   CHECK(report.total_ops == 16);
   CHECK(report.cycle == std::vector<int>{0, 1, 0});
   CHECK(report.message ==
-        "deadlock: device 0 waits at SEND act mb1 s0 ->1 (blocking RECV grad mb0 s1 <-1) for device 1, which waits at "
-        "SEND grad mb0 s1 ->0 (blocking RECV act mb1 s0 <-0) for device 0; cycle 0 -> 1 -> 0 (6 of 16 ops completed)");
+        "deadlock: device 0 waits at SEND act mb1 s0 ->1 (blocking RECV grad mb0 s1 <-1) for device 1, which "
+        "waits at "
+        "SEND grad mb0 s1 ->0 (blocking RECV act mb1 s0 <-0) for device 0; cycle 0 -> 1 -> 0 (6 of 16 ops "
+        "completed)");
   CHECK(reference_completed(plan) == 6);
 
   // Swapping device 1's order (receive activation 1 before sending gradient 0) resolves it.
@@ -169,8 +179,9 @@ TEST_CASE("the plan loader rejects a deadlocking plan with the cycle", "[deadloc
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "crossing.json").string();
   save_plan(crossing_plan(), path);
-  CHECK_THROWS_WITH(load_plan(path), Catch::StartsWith(path + ": deadlock: device 0 waits at SEND act mb1 s0 ->1") &&
-                                         Catch::Contains("cycle 0 -> 1 -> 0"));
+  CHECK_THROWS_WITH(load_plan(path),
+                    Catch::StartsWith(path + ": deadlock: device 0 waits at SEND act mb1 s0 ->1") &&
+                        Catch::Contains("cycle 0 -> 1 -> 0"));
   LoadOptions no_check;
   no_check.check_deadlock = false;
   CHECK(load_plan(path, no_check) == crossing_plan());
@@ -187,13 +198,16 @@ TEST_CASE("a RECV without its SEND is reported as a dead end", "[deadlock]") {
   // Device 0 lacks its SEND act. Its BW waits for RECV grad, whose SEND on device 1 is queued
   // behind device 1's RECV act, which has no partner: the chain ends there. Only F00 completes.
   CHECK(report.message ==
-        "deadlock: device 0 waits at RECV grad mb0 s1 <-1 (blocking BW mb0 s0) for device 1, which waits at RECV act "
-        "mb0 s0 <-0 (blocking SEND grad mb0 s1 ->0) for a matching SEND on device 0, which does not exist (1 of 7 ops "
+        "deadlock: device 0 waits at RECV grad mb0 s1 <-1 (blocking BW mb0 s0) for device 1, which waits at "
+        "RECV act "
+        "mb0 s0 <-0 (blocking SEND grad mb0 s1 ->0) for a matching SEND on device 0, which does not exist (1 "
+        "of 7 ops "
         "completed)");
   CHECK(reference_completed(plan) == 1);
 }
 
-TEST_CASE("check_deadlock agrees with a reference simulation on shuffled comm orders", "[deadlock][property]") {
+TEST_CASE("check_deadlock agrees with a reference simulation on shuffled comm orders",
+          "[deadlock][property]") {
   std::mt19937 rng(99);
   int deadlocks = 0, trials = 0;
   for (int trial = 0; trial < 300; ++trial) {
@@ -235,6 +249,7 @@ TEST_CASE("a device waiting on itself is a one-device cycle", "[deadlock]") {
   REQUIRE(report.deadlock);
   CHECK(report.cycle == std::vector<int>{0, 0});
   CHECK(report.message ==
-        "deadlock: device 0 waits at F mb0 s0 (blocking BW mb0 s0) for an op listed after it on the same device; "
+        "deadlock: device 0 waits at F mb0 s0 (blocking BW mb0 s0) for an op listed after it on the same "
+        "device; "
         "cycle 0 -> 0 (0 of 2 ops completed)");
 }

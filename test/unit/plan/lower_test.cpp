@@ -1,5 +1,6 @@
-#include <catch2/catch.hpp>
+#include "plan/lower.hpp"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <random>
@@ -7,7 +8,6 @@
 
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
-#include "plan/lower.hpp"
 #include "plan/validate.hpp"
 #include "plan_testing.hpp"
 
@@ -46,20 +46,20 @@ TEST_CASE("lowering a 2-device 1F1B order gives the hand-written comm placement"
   // dev1 F10 [1,2] BW10 [2,4] F11 [4,5] BW11 [5,7]. Producer end times: act m0 at 1, act m1 at 2,
   // grad m0 (BW10) at 4, grad m1 (BW11) at 7 → global order a0, a1, g0, g1.
   Plan plan = make_plan({2, 3}, {0, 1}, 2, 2);
-  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 0, 1), Op::compute(OpKind::BW, 0, 0),
-                      Op::compute(OpKind::BW, 0, 1)};
-  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0), Op::compute(OpKind::F, 1, 1),
-                      Op::compute(OpKind::BW, 1, 1)};
+  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 0, 1),
+                      Op::compute(OpKind::BW, 0, 0), Op::compute(OpKind::BW, 0, 1)};
+  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0),
+                      Op::compute(OpKind::F, 1, 1), Op::compute(OpKind::BW, 1, 1)};
   LowerOptions options;
   options.boundary_bytes = {4096};
   lower(plan, options);
   const auto A = TensorKind::Activation, G = TensorKind::Gradient;
   // Device 0 comm order a0 a1 g0 g1: SENDs right after their producers, RECVs right after the
   // previous comm op (so before the consumer).
-  const std::vector<Op> dev0 = {Op::compute(OpKind::F, 0, 0), Op{OpKind::Send, 0, 0, 1, A, 4096},
-                                Op::compute(OpKind::F, 0, 1), Op{OpKind::Send, 0, 1, 1, A, 4096},
-                                Op{OpKind::Recv, 1, 0, 1, G, 4096},  Op{OpKind::Recv, 1, 1, 1, G, 4096},
-                                Op::compute(OpKind::BW, 0, 0), Op::compute(OpKind::BW, 0, 1)};
+  const std::vector<Op> dev0 = {Op::compute(OpKind::F, 0, 0),       Op{OpKind::Send, 0, 0, 1, A, 4096},
+                                Op::compute(OpKind::F, 0, 1),       Op{OpKind::Send, 0, 1, 1, A, 4096},
+                                Op{OpKind::Recv, 1, 0, 1, G, 4096}, Op{OpKind::Recv, 1, 1, 1, G, 4096},
+                                Op::compute(OpKind::BW, 0, 0),      Op::compute(OpKind::BW, 0, 1)};
   // Device 1 comm order a0 a1 g0 g1: both RECVs first (a1 must come before g0's SEND).
   const std::vector<Op> dev1 = {Op{OpKind::Recv, 0, 0, 0, A, 4096}, Op{OpKind::Recv, 0, 1, 0, A, 4096},
                                 Op::compute(OpKind::F, 1, 0),       Op::compute(OpKind::BW, 1, 0),
@@ -85,8 +85,8 @@ TEST_CASE("durations decide the global transfer order", "[lower]") {
   // is not involved but the order a(s0,m0) < a(s1,m0) still holds; check the RECV of s1's act on
   // dev0 comes after the SEND of s0's act (the global order by producer end).
   Plan plan = make_plan({1, 1, 1}, {0, 1, 0}, 2, 1);
-  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 2, 0), Op::compute(OpKind::BW, 2, 0),
-                      Op::compute(OpKind::BW, 0, 0)};
+  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 2, 0),
+                      Op::compute(OpKind::BW, 2, 0), Op::compute(OpKind::BW, 0, 0)};
   plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0)};
   LowerOptions options;
   options.durations = {{10, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}};
@@ -135,7 +135,8 @@ TEST_CASE("lowering random valid compute orders gives valid, deadlock-free plans
     }
     ValidateOptions compute_only;
     compute_only.comm = CommCheck::Forbidden;
-    INFO("trial " << trial << ": " << S << " stages, " << plan.devices << " devices, " << plan.microbatches << " mb");
+    INFO("trial " << trial << ": " << S << " stages, " << plan.devices << " devices, " << plan.microbatches
+                  << " mb");
     REQUIRE(validate_plan(plan, compute_only).empty());
     const Plan before = plan;
     lower(plan, options);
@@ -157,10 +158,10 @@ TEST_CASE("lowering rejects a compute order that cannot run, naming the cycle", 
   // dev0 lists F(s0,m1), BW(s0,m1), F(s0,m0); dev1 lists F(s1,m0) first. BW(s0,m1) needs
   // BW(s1,m1) on dev1, listed after F(s1,m0), which needs F(s0,m0), listed after BW(s0,m1).
   Plan plan = make_plan({1, 1}, {0, 1}, 2, 2);
-  plan.programs[0] = {Op::compute(OpKind::F, 0, 1), Op::compute(OpKind::BW, 0, 1), Op::compute(OpKind::F, 0, 0),
-                      Op::compute(OpKind::BW, 0, 0)};
-  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0), Op::compute(OpKind::F, 1, 1),
-                      Op::compute(OpKind::BW, 1, 1)};
+  plan.programs[0] = {Op::compute(OpKind::F, 0, 1), Op::compute(OpKind::BW, 0, 1),
+                      Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::BW, 0, 0)};
+  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0),
+                      Op::compute(OpKind::F, 1, 1), Op::compute(OpKind::BW, 1, 1)};
   try {
     lower(plan);
     FAIL("lower accepted a compute order that cannot run");
@@ -171,7 +172,8 @@ TEST_CASE("lowering rejects a compute order that cannot run, naming the cycle", 
     // which is listed behind BW mb1 s0.
     // Only F mb1 s0 can run (1 of 8 ops).
     CHECK(msg ==
-          "lower: the compute order cannot complete even with free transfers: deadlock: device 0 waits at BW mb1 s0 "
+          "lower: the compute order cannot complete even with free transfers: deadlock: device 0 waits at BW "
+          "mb1 s0 "
           "(blocking F mb0 s0) for device 1, which waits at F mb0 s1 (blocking BW mb1 s1) for device 0; "
           "cycle 0 -> 1 -> 0 (1 of 8 ops completed)");
   }

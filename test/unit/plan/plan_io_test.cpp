@@ -1,5 +1,6 @@
-#include <catch2/catch.hpp>
+#include "plan/plan_io.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
 
@@ -7,8 +8,8 @@
 #include "core/fs.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/lower.hpp"
-#include "plan/plan_io.hpp"
 #include "plan_testing.hpp"
+#include "spec/loader.hpp"
 
 using namespace octo;
 using nlohmann::json;
@@ -18,7 +19,8 @@ namespace {
 Plan sample_plan(std::mt19937& rng) {
   Plan plan = octo::testing::random_plan(rng);
   LowerOptions options;
-  for (std::size_t s = 0; s + 1 < plan.stages.size(); ++s) options.boundary_bytes.push_back((std::int64_t{1} << 33) + s);
+  for (std::size_t s = 0; s + 1 < plan.stages.size(); ++s)
+    options.boundary_bytes.push_back((std::int64_t{1} << 33) + s);
   lower(plan, options);
   plan.generator = "octoplan 0.1.0";
   plan.method = "test \"quoted\" \\ method";
@@ -72,9 +74,12 @@ TEST_CASE("plans round-trip through JSON values, text and files", "[io]") {
     CHECK(plan_from_json(to_json(plan), "x") == plan);
     const std::string text = plan_to_string(plan);
     CHECK(json::parse(text) == to_json(plan));  // the hand-written text is the same JSON
-    CHECK(parse_plan(text, "x") == plan);
+    // The embedded "model" is not a real model file: give the layer count instead.
+    LoadOptions options;
+    options.validation.model_layers = plan.stages.back().end_layer;
+    CHECK(parse_plan(text, "x", options) == plan);
     save_plan(plan, path);
-    CHECK(load_plan(path) == plan);
+    CHECK(load_plan(path, options) == plan);
   }
   std::filesystem::remove_all(dir);
 }
@@ -87,9 +92,10 @@ TEST_CASE("the plan text is one op per line", "[io]") {
   options.boundary_bytes = {123};
   lower(plan, options);
   const std::string text = plan_to_string(plan);
-  CHECK_THAT(text, Catch::Contains("\n      {\"op\": \"F\", \"stage\": 0, \"mb\": 0},\n"
-                                   "      {\"op\": \"SEND\", \"stage\": 0, \"mb\": 0, \"tensor\": \"act\", \"peer\": 1, "
-                                   "\"bytes\": 123},\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "\n      {\"op\": \"F\", \"stage\": 0, \"mb\": 0},\n"
+                       "      {\"op\": \"SEND\", \"stage\": 0, \"mb\": 0, \"tensor\": \"act\", \"peer\": 1, "
+                       "\"bytes\": 123},\n"));
   CHECK_THAT(text, Catch::Contains("\n    {\"layers\": [0, 1], \"device\": 0, \"recompute\": false},\n"));
   CHECK(parse_plan(kValid, "x").stages.at(0) == Stage{0, 2, 0, false});  // defaults for omitted keys
 }
@@ -104,9 +110,11 @@ TEST_CASE("malformed plan files get clear errors", "[io]") {
   CHECK(error_of("[1, 2]") == "plan.json: the plan is an array (expected a JSON object)");
 
   CHECK(error_of(replaced(kValid, "\"schema_version\": 1", "\"schema_version\": 2")) ==
-        "plan.json: schema_version: version 2 is not supported by this build (expected 1; re-create the plan with this "
+        "plan.json: schema_version: version 2 is not supported by this build (expected 1; re-create the plan "
+        "with this "
         "version of octoplan)");
-  CHECK(error_of(replaced(kValid, "\"schema_version\": 1,", "")) == "plan.json: schema_version: missing (expected 1)");
+  CHECK(error_of(replaced(kValid, "\"schema_version\": 1,", "")) ==
+        "plan.json: schema_version: missing (expected 1)");
   CHECK(error_of(replaced(kValid, "\"schema_version\": 1", "\"schema_version\": \"1\"")) ==
         "plan.json: schema_version: is a string (expected an integer)");
   CHECK(error_of(replaced(kValid, "\"microbatches\": 1,", "")) == "plan.json: microbatches: missing");
@@ -117,7 +125,8 @@ TEST_CASE("malformed plan files get clear errors", "[io]") {
   CHECK(error_of(replaced(kValid, "\"microbatches\": 1", "\"microbatches\": 99999999999")) ==
         "plan.json: microbatches: 99999999999 is too large (expected at most 2147483647)");
   CHECK(error_of(replaced(kValid, "\"microbatches\": 1", "\"micro_batches\": 1")) ==
-        "plan.json: micro_batches: unknown key (expected one of schema_version, generator, method, inputs, parallel, "
+        "plan.json: micro_batches: unknown key (expected one of schema_version, generator, method, inputs, "
+        "parallel, "
         "microbatches, micro_batch, seq, stages, devices, predicted)");
   CHECK(error_of(replaced(kValid, "\"device\": 0}]", "\"devcie\": 0}]")) ==
         "plan.json: stages[0].devcie: unknown key (expected one of layers, device, recompute)");
@@ -125,21 +134,25 @@ TEST_CASE("malformed plan files get clear errors", "[io]") {
         "plan.json: stages[0].layers: has 3 entries (expected [first, end])");
   CHECK(error_of(replaced(kValid, "\"op\": \"BW\"", "\"op\": \"FWD\"")) ==
         "plan.json: devices[0].ops[1].op: unknown op kind \"FWD\" (expected F, B, W, BW, R, SEND or RECV)");
-  CHECK(error_of(replaced(kValid, "\"op\": \"BW\", \"stage\": 0", "\"op\": \"BW\", \"stage\": 0, \"peer\": 1")) ==
+  CHECK(error_of(
+            replaced(kValid, "\"op\": \"BW\", \"stage\": 0", "\"op\": \"BW\", \"stage\": 0, \"peer\": 1")) ==
         "plan.json: devices[0].ops[1].peer: unknown key (expected one of op, stage, mb)");
   CHECK(error_of(replaced(kValid, ", \"mb\": 0}]}]", "}]}]")) == "plan.json: devices[0].ops[1].mb: missing");
   CHECK(error_of(replaced(kValid, "{\"op\": \"BW\", \"stage\": 0, \"mb\": 0}", "\"BW\"")) ==
-        "plan.json: devices[0].ops[1]: is a string (expected an op object like {\"op\": \"F\", \"stage\": 0, \"mb\": 0})");
-  CHECK(error_of(replaced(kValid, "{\"op\": \"BW\", \"stage\": 0, \"mb\": 0}",
-                          "{\"op\": \"SEND\", \"stage\": 0, \"mb\": 0, \"tensor\": \"activation\", \"peer\": 0, "
-                          "\"bytes\": 1}")) ==
+        "plan.json: devices[0].ops[1]: is a string (expected an op object like {\"op\": \"F\", \"stage\": 0, "
+        "\"mb\": 0})");
+  CHECK(error_of(
+            replaced(kValid, "{\"op\": \"BW\", \"stage\": 0, \"mb\": 0}",
+                     "{\"op\": \"SEND\", \"stage\": 0, \"mb\": 0, \"tensor\": \"activation\", \"peer\": 0, "
+                     "\"bytes\": 1}")) ==
         "plan.json: devices[0].ops[1].tensor: unknown tensor \"activation\" (expected act or grad)");
   CHECK(error_of(replaced(kValid, "{\"device\": 0, \"ops\"", "{\"device\": 1, \"ops\"")) ==
         "plan.json: devices[0].device: 1 (expected 0: devices are listed in order)");
   CHECK(error_of(replaced(kValid, "\"parallel\": {\"devices\": 1}", "\"parallel\": []")) ==
         "plan.json: parallel: is an array (expected an object)");
-  CHECK(error_of(replaced(kValid, "\"stages\": [", "\"inputs\": {\"model\": {\"yaml\": 3}}, \"stages\": [")) ==
-        "plan.json: inputs.model.yaml: is an integer (expected a string)");
+  CHECK(
+      error_of(replaced(kValid, "\"stages\": [", "\"inputs\": {\"model\": {\"yaml\": 3}}, \"stages\": [")) ==
+      "plan.json: inputs.model.yaml: is an integer (expected a string)");
   // Semantic problems come from the validation, with the JSON path of the op.
   CHECK(error_of(replaced(kValid, "\"op\": \"BW\", \"stage\": 0", "\"op\": \"BW\", \"stage\": 9")) ==
         "plan.json: devices[0].ops[1].stage: 9 out of range (expected 0..0)\n"
@@ -154,11 +167,29 @@ TEST_CASE("load_plan names the file it cannot read", "[io]") {
 TEST_CASE("an absurd micro-batch count is an error, not an allocation", "[io]") {
   const std::string text = replaced(kValid, "\"microbatches\": 1", "\"microbatches\": 2000000000");
   CHECK(error_of(text) ==
-        "plan.json: microbatches: 2000000000 with 1 stages needs at least 4000000000 ops, but the programs hold 2 "
+        "plan.json: microbatches: 2000000000 with 1 stages needs at least 4000000000 ops, but the programs "
+        "hold 2 "
         "(expected F and B/W of every stage and micro-batch)");
   LoadOptions unchecked;
   unchecked.validate = false;
   const Plan plan = parse_plan(text, "plan.json", unchecked);
   CHECK(plan.microbatches == 2000000000);
   CHECK_THAT(check_deadlock(plan).message, Catch::Contains("the plan is incomplete"));
+}
+
+TEST_CASE("the loader checks the stages against the embedded model", "[io]") {
+  Plan plan = octo::testing::make_plan({1}, {0}, 1, 1);
+  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::BW, 0, 0)};
+  plan.model_source = "profiles/models/tiny-hybrid.yaml";
+  plan.model_yaml = read_file(std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml");
+  const int layers = static_cast<int>(parse_model(plan.model_yaml, "tiny").layers.size());
+  REQUIRE(layers > 2);
+  CHECK(error_of(plan_to_string(plan)) ==
+        fmt::format(
+            "plan.json: stages[0].layers: the stages end at layer 1 (expected {0}: the model has {0} layers)",
+            layers));
+  plan.stages[0].end_layer = layers;
+  CHECK(parse_plan(plan_to_string(plan), "plan.json") == plan);
+  plan.model_yaml = "name: [";
+  CHECK_THAT(error_of(plan_to_string(plan)), Catch::StartsWith("plan.json: inputs.model.yaml:"));
 }

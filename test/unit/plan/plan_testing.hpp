@@ -12,8 +12,8 @@
 namespace octo::testing {
 
 /// Stages of `layers[i]` layers each, placed on `devices[i]`.
-inline Plan make_plan(const std::vector<int>& layers, const std::vector<int>& devices, int device_count, int microbatches,
-                      const std::vector<bool>& recompute = {}) {
+inline Plan make_plan(const std::vector<int>& layers, const std::vector<int>& devices, int device_count,
+                      int microbatches, const std::vector<bool>& recompute = {}) {
   Plan plan;
   plan.generator = "test";
   plan.method = "test";
@@ -31,7 +31,7 @@ inline Plan make_plan(const std::vector<int>& layers, const std::vector<int>& de
 /// A compute op of a random-order generator, with the ops it depends on.
 struct GenOp {
   Op op;
-  std::vector<int> deps;     // indices into the op array
+  std::vector<int> deps;  // indices into the op array
   std::vector<int> users;
   int missing = 0;
 };

@@ -1,8 +1,9 @@
+#include "plan/validate.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "core/error.hpp"
 #include "plan/lower.hpp"
-#include "plan/validate.hpp"
 #include "plan_testing.hpp"
 
 using namespace octo;
@@ -49,12 +50,14 @@ TEST_CASE("validation reports missing and extra compute ops", "[validate]") {
   SECTION("missing W") {
     Plan plan = base();
     erase(plan, 0, 9);
-    CHECK(validate_plan(plan) == Problems{"stages[0]: W mb1 s0 is missing (B mb1 s0 at devices[0].ops[8] needs it)"});
+    CHECK(validate_plan(plan) ==
+          Problems{"stages[0]: W mb1 s0 is missing (B mb1 s0 at devices[0].ops[8] needs it)"});
   }
   SECTION("extra F") {
     Plan plan = base();
     plan.programs[1].push_back(c(OpKind::F, 1, 0));
-    CHECK(validate_plan(plan) == Problems{"devices[1].ops[10] (F mb0 s1): duplicate of devices[1].ops[2] (expected exactly one)"});
+    CHECK(validate_plan(plan) ==
+          Problems{"devices[1].ops[10] (F mb0 s1): duplicate of devices[1].ops[2] (expected exactly one)"});
   }
   SECTION("missing F and backward") {
     Plan plan = make_plan({1}, {0}, 1, 1);
@@ -63,20 +66,23 @@ TEST_CASE("validation reports missing and extra compute ops", "[validate]") {
           Problems{"stages[0]: F mb0 s0 is missing (expected on device 0)",
                    "stages[0]: B mb0 s0 is missing (W mb0 s0 at devices[0].ops[0] needs it)"});
     plan.programs[0] = {c(OpKind::F, 0, 0)};
-    CHECK(validate_plan(plan) == Problems{"stages[0]: B mb0 s0 (or BW mb0 s0) is missing (expected on device 0)"});
+    CHECK(validate_plan(plan) ==
+          Problems{"stages[0]: B mb0 s0 (or BW mb0 s0) is missing (expected on device 0)"});
   }
   SECTION("BW together with B") {
     Plan plan = make_plan({1}, {0}, 1, 1);
     plan.programs[0] = {c(OpKind::F, 0, 0), c(OpKind::B, 0, 0), c(OpKind::BW, 0, 0)};
-    CHECK(validate_plan(plan) ==
-          Problems{"devices[0].ops[2] (BW mb0 s0): fused with a separate B mb0 s0 (expected BW, or B and W)"});
+    CHECK(
+        validate_plan(plan) ==
+        Problems{"devices[0].ops[2] (BW mb0 s0): fused with a separate B mb0 s0 (expected BW, or B and W)"});
   }
   SECTION("recompute") {
     Plan plan = make_plan({1, 1}, {0, 0}, 1, 1, {true, false});
     plan.programs[0] = {c(OpKind::F, 0, 0), c(OpKind::F, 1, 0), c(OpKind::R, 1, 0), c(OpKind::BW, 1, 0),
                         c(OpKind::BW, 0, 0)};
     CHECK(validate_plan(plan) ==
-          Problems{"devices[0].ops[2] (R mb0 s1): stage 1 does not recompute (expected R only for stages with recompute: true)",
+          Problems{"devices[0].ops[2] (R mb0 s1): stage 1 does not recompute (expected R only for stages "
+                   "with recompute: true)",
                    "stages[0]: R mb0 s0 is missing (the stage recomputes; expected on device 0)"});
   }
 }
@@ -94,14 +100,17 @@ TEST_CASE("validation reports placement and same-device order", "[validate]") {
   SECTION("backward before its forward") {
     Plan plan = make_plan({2, 1}, {0, 0}, 1, 1);
     plan.programs[0] = {c(OpKind::F, 0, 0), c(OpKind::BW, 1, 0), c(OpKind::F, 1, 0), c(OpKind::BW, 0, 0)};
-    CHECK(validate_plan(plan, compute_only) ==
-          Problems{"devices[0].ops[1] (BW mb0 s1): listed before F mb0 s1 (devices[0].ops[2]), which it depends on "
-                   "(expected after it on the same device)"});
+    CHECK(
+        validate_plan(plan, compute_only) ==
+        Problems{
+            "devices[0].ops[1] (BW mb0 s1): listed before F mb0 s1 (devices[0].ops[2]), which it depends on "
+            "(expected after it on the same device)"});
   }
   SECTION("comm op in a compute-only program") {
     Plan plan = base();
     CHECK(validate_plan(plan, compute_only).at(0) ==
-          "devices[0].ops[1]: SEND act mb0 s0 ->1 in a compute-only program (expected only F, B, W, BW and R before lowering)");
+          "devices[0].ops[1]: SEND act mb0 s0 ->1 in a compute-only program (expected only F, B, W, BW and R "
+          "before lowering)");
   }
   SECTION("out of range") {
     Plan plan = base();
@@ -113,9 +122,10 @@ TEST_CASE("validation reports placement and same-device order", "[validate]") {
     CHECK(problems[0] == "devices[0].ops[1].peer: 7 out of range (expected 0..1)");
     CHECK(problems[1] == "devices[1].ops[2].stage: 9 out of range (expected 0..1)");
     CHECK(problems[2] == "devices[1].ops[3].mb: -1 out of range (expected 0..1)");
-    CHECK_THROWS_WITH(require_valid(plan, "plan.json"),
-                      Catch::StartsWith("plan.json: devices[0].ops[1].peer: 7 out of range (expected 0..1)\n"
-                                        "plan.json: devices[1].ops[2].stage: 9 out of range (expected 0..1)\n"));
+    CHECK_THROWS_WITH(
+        require_valid(plan, "plan.json"),
+        Catch::StartsWith("plan.json: devices[0].ops[1].peer: 7 out of range (expected 0..1)\n"
+                          "plan.json: devices[1].ops[2].stage: 9 out of range (expected 0..1)\n"));
   }
 }
 
@@ -143,49 +153,61 @@ TEST_CASE("validation reports stage problems", "[validate]") {
 TEST_CASE("validation reports comm problems", "[validate]") {
   SECTION("RECV after its consumer") {
     Plan plan = base();
-    std::rotate(plan.programs[1].begin(), plan.programs[1].begin() + 2, plan.programs[1].begin() + 3);  // F10 first
-    CHECK(validate_plan(plan) == Problems{"devices[1].ops[1] (RECV act mb0 s0 <-0): listed after its consumer F mb0 s1 "
-                                          "(devices[1].ops[0]) (expected before it)"});
+    std::rotate(plan.programs[1].begin(), plan.programs[1].begin() + 2,
+                plan.programs[1].begin() + 3);  // F10 first
+    CHECK(validate_plan(plan) ==
+          Problems{"devices[1].ops[1] (RECV act mb0 s0 <-0): listed after its consumer F mb0 s1 "
+                   "(devices[1].ops[0]) (expected before it)"});
   }
   SECTION("SEND before its producer") {
     Plan plan = base();
     std::swap(plan.programs[0][0], plan.programs[0][1]);
-    CHECK(validate_plan(plan) == Problems{"devices[0].ops[0] (SEND act mb0 s0 ->1): listed before its producer F mb0 s0 "
-                                          "(devices[0].ops[1]) (expected after it)"});
+    CHECK(validate_plan(plan) ==
+          Problems{"devices[0].ops[0] (SEND act mb0 s0 ->1): listed before its producer F mb0 s0 "
+                   "(devices[0].ops[1]) (expected after it)"});
   }
   SECTION("mismatched send/recv order") {
     Plan plan = base();
     std::swap(plan.programs[1][0], plan.programs[1][1]);
-    CHECK(validate_plan(plan) ==
-          Problems{"devices[0].ops[1] (SEND act mb0 s0 ->1) is the 1st SEND from device 0 to device 1, but the 1st RECV "
-                   "on device 1 from device 0 is devices[1].ops[0] (RECV act mb1 s0 <-0) (expected the same tensor, "
-                   "stage, micro-batch and bytes: the transport pairs them in order)",
-                   "devices[0].ops[3] (SEND act mb1 s0 ->1) is the 2nd SEND from device 0 to device 1, but the 2nd RECV "
-                   "on device 1 from device 0 is devices[1].ops[1] (RECV act mb0 s0 <-0) (expected the same tensor, "
-                   "stage, micro-batch and bytes: the transport pairs them in order)"});
+    CHECK(
+        validate_plan(plan) ==
+        Problems{
+            "devices[0].ops[1] (SEND act mb0 s0 ->1) is the 1st SEND from device 0 to device 1, but the 1st "
+            "RECV "
+            "on device 1 from device 0 is devices[1].ops[0] (RECV act mb1 s0 <-0) (expected the same tensor, "
+            "stage, micro-batch and bytes: the transport pairs them in order)",
+            "devices[0].ops[3] (SEND act mb1 s0 ->1) is the 2nd SEND from device 0 to device 1, but the 2nd "
+            "RECV "
+            "on device 1 from device 0 is devices[1].ops[1] (RECV act mb0 s0 <-0) (expected the same tensor, "
+            "stage, micro-batch and bytes: the transport pairs them in order)"});
   }
   SECTION("missing SEND") {
     Plan plan = base();
     erase(plan, 0, 3);
-    CHECK(validate_plan(plan) ==
-          Problems{"devices[0]: SEND act mb1 s0 ->1 is missing (F mb1 s0 feeds F mb1 s1 on device 1)",
-                   "devices[0] and devices[1]: device 0 has 1 SEND ops to device 1 but device 1 has 2 RECV ops from "
-                   "device 0 (expected as many)"});
+    CHECK(
+        validate_plan(plan) ==
+        Problems{
+            "devices[0]: SEND act mb1 s0 ->1 is missing (F mb1 s0 feeds F mb1 s1 on device 1)",
+            "devices[0] and devices[1]: device 0 has 1 SEND ops to device 1 but device 1 has 2 RECV ops from "
+            "device 0 (expected as many)"});
   }
   SECTION("missing RECV") {
     Plan plan = base();
     erase(plan, 0, 5);  // RECV g1
-    CHECK(validate_plan(plan) ==
-          Problems{"devices[0]: RECV grad mb1 s1 <-1 is missing (B mb1 s1 feeds B mb1 s0 on device 0)",
-                   "devices[1] and devices[0]: device 1 has 2 SEND ops to device 0 but device 0 has 1 RECV ops from "
-                   "device 1 (expected as many)"});
+    CHECK(
+        validate_plan(plan) ==
+        Problems{
+            "devices[0]: RECV grad mb1 s1 <-1 is missing (B mb1 s1 feeds B mb1 s0 on device 0)",
+            "devices[1] and devices[0]: device 1 has 2 SEND ops to device 0 but device 0 has 1 RECV ops from "
+            "device 1 (expected as many)"});
   }
   SECTION("duplicate SEND") {
     Plan plan = base();
     plan.programs[0].insert(plan.programs[0].begin() + 2, plan.programs[0][1]);
     const Problems problems = validate_plan(plan);
     REQUIRE_FALSE(problems.empty());
-    CHECK(problems[0] == "devices[0].ops[2] (SEND act mb0 s0 ->1): duplicate of devices[0].ops[1] (expected exactly one)");
+    CHECK(problems[0] ==
+          "devices[0].ops[2] (SEND act mb0 s0 ->1): duplicate of devices[0].ops[1] (expected exactly one)");
   }
   SECTION("wrong peer") {
     Plan plan = base();
@@ -198,26 +220,33 @@ TEST_CASE("validation reports comm problems", "[validate]") {
     Plan plan = base();
     plan.programs[1][4].bytes = 65;  // SEND g0
     plan.programs[0][4].bytes = 65;  // its RECV: the pair agrees, the boundary does not
-    CHECK(validate_plan(plan) ==
-          Problems{"devices[0].ops[4].bytes: 65 (expected 64 like devices[0].ops[1]: both directions of the boundary "
-                   "between stages 0 and 1 carry the same tensor size)",
-                   "devices[1].ops[4].bytes: 65 (expected 64 like devices[0].ops[1]: both directions of the boundary "
-                   "between stages 0 and 1 carry the same tensor size)"});
+    CHECK(validate_plan(plan) == Problems{"devices[0].ops[4].bytes: 65 (expected 64 like devices[0].ops[1]: "
+                                          "both directions of the boundary "
+                                          "between stages 0 and 1 carry the same tensor size)",
+                                          "devices[1].ops[4].bytes: 65 (expected 64 like devices[0].ops[1]: "
+                                          "both directions of the boundary "
+                                          "between stages 0 and 1 carry the same tensor size)"});
   }
   SECTION("comm op for a local hand-off") {
     Plan plan = make_plan({1, 1}, {0, 0}, 1, 1);
-    plan.programs[0] = {c(OpKind::F, 0, 0), Op{OpKind::Send, 0, 0, 0, TensorKind::Activation, 8},
-                        Op{OpKind::Recv, 0, 0, 0, TensorKind::Activation, 8}, c(OpKind::F, 1, 0), c(OpKind::BW, 1, 0),
+    plan.programs[0] = {c(OpKind::F, 0, 0),
+                        Op{OpKind::Send, 0, 0, 0, TensorKind::Activation, 8},
+                        Op{OpKind::Recv, 0, 0, 0, TensorKind::Activation, 8},
+                        c(OpKind::F, 1, 0),
+                        c(OpKind::BW, 1, 0),
                         c(OpKind::BW, 0, 0)};
-    CHECK(validate_plan(plan) ==
-          Problems{"devices[0].ops[1] (SEND act mb0 s0 ->0): stages 0 and 1 are both on device 0: a local hand-off "
-                   "(expected no comm op)",
-                   "devices[0].ops[2] (RECV act mb0 s0 <-0): stages 0 and 1 are both on device 0: a local hand-off "
-                   "(expected no comm op)"});
+    CHECK(
+        validate_plan(plan) ==
+        Problems{
+            "devices[0].ops[1] (SEND act mb0 s0 ->0): stages 0 and 1 are both on device 0: a local hand-off "
+            "(expected no comm op)",
+            "devices[0].ops[2] (RECV act mb0 s0 <-0): stages 0 and 1 are both on device 0: a local hand-off "
+            "(expected no comm op)"});
   }
   SECTION("activation of the last stage") {
     Plan plan = base();
     plan.programs[1].push_back(Op{OpKind::Send, 1, 0, 0, TensorKind::Activation, 64});
-    CHECK(validate_plan(plan).at(0) == "devices[1].ops[10].stage: the activation of the last stage 1 goes nowhere (expected 0..0)");
+    CHECK(validate_plan(plan).at(0) ==
+          "devices[1].ops[10].stage: the activation of the last stage 1 goes nowhere (expected 0..0)");
   }
 }
