@@ -1,0 +1,173 @@
+// load_inputs: defaults, overrides and the cross-checks between model, cluster and costs.
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "core/embedded.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "cost/inputs.hpp"
+#include "cost/profile_io.hpp"
+
+namespace {
+
+const std::string kProfiles = std::string(OCTO_SOURCE_DIR) + "/profiles";
+const std::string kSynthetic = kProfiles + "/models/synthetic-uniform.yaml";
+const std::string kSyntheticCosts = kProfiles + "/costs/synthetic-uniform.yaml";
+const std::string kNemotron = kProfiles + "/models/nemotron-h-8b.yaml";
+
+/// A scratch folder of this test binary (recreated per test case).
+std::string scratch() {
+  const std::string dir = std::string(OCTO_BIN_DIR) + "/cost_inputs_test";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// Writes `text` with `from` replaced by `to` into the scratch folder.
+std::string write_variant(const std::string& source_path, const std::string& name, const std::string& from,
+                          const std::string& to) {
+  std::string text = octo::read_file(source_path);
+  auto p = text.find(from);
+  REQUIRE(p != std::string::npos);
+  text.replace(p, from.size(), to);
+  const std::string path = scratch() + "/" + name;
+  octo::write_file_atomic(path, text);
+  return path;
+}
+
+std::string load_error(const octo::InputOptions& o) {
+  try {
+    (void)octo::load_inputs(o);
+  } catch (const octo::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+TEST_CASE("load_inputs: files and defaults", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = kSynthetic;
+  o.costs_path = kSyntheticCosts;
+  const auto in = octo::load_inputs(o);
+  CHECK(in.model.name == "synthetic-uniform");
+  CHECK(in.cluster.name == "h100x8");  // the embedded default
+  CHECK(in.pp == 8);                   // world 8 / (tp 1 x dp 1)
+  CHECK(in.microbatches == 16);        // the model's training.microbatches
+  CHECK(in.memory_limit_bytes == 80 * kGiB);
+  CHECK(in.costs.layers.size() == 34);
+  CHECK(in.costs.origin == kSyntheticCosts);
+  // The source texts travel unchanged into plans.
+  CHECK(in.model_yaml == octo::read_file(kSynthetic));
+  CHECK(in.costs_yaml == octo::read_file(kSyntheticCosts));
+  CHECK(in.cluster_yaml == std::string(octo::default_cluster_yaml()));
+}
+
+TEST_CASE("load_inputs: estimated costs, global batch and overrides", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = kNemotron;
+  auto in = octo::load_inputs(o);
+  CHECK(in.costs.source == octo::CostProfile::Source::Estimated);
+  CHECK(in.costs.layers.size() == in.model.layers.size());
+  CHECK(in.microbatches == 64);  // global_batch 64 / (micro_batch 1 x dp 1)
+  // costs_yaml is the estimate itself, readable as a costs file.
+  const auto back = octo::parse_costs(in.costs_yaml, "embedded");
+  REQUIRE(back.layers.size() == in.costs.layers.size());
+  for (std::size_t i = 0; i < back.layers.size(); ++i) CHECK(back.layers[i].f_ms == in.costs.layers[i].f_ms);
+
+  o.dp = 2;
+  in = octo::load_inputs(o);
+  CHECK(in.pp == 4);             // 8 / (1 x 2)
+  CHECK(in.microbatches == 32);  // 64 / (1 x 2)
+
+  o.dp = 0;
+  o.tp = 2;
+  o.pp = 2;
+  o.micro_batch = 2;
+  o.seq = 1024;
+  o.microbatches = 5;
+  o.memory_limit_gib = 40;
+  in = octo::load_inputs(o);
+  CHECK(in.pp == 2);
+  CHECK(in.cluster.tp == 2);
+  CHECK(in.microbatches == 5);
+  CHECK(in.memory_limit_bytes == 40 * kGiB);
+  CHECK(in.model.training.micro_batch == 2);
+  CHECK(in.model.seq_len == 1024);
+  CHECK(in.costs.micro_batch == 2);
+  CHECK(in.costs.seq == 1024);
+  CHECK(in.costs.tp == 2);
+}
+
+TEST_CASE("load_inputs: 2 x pp micro-batches without batch settings", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = write_variant(kSynthetic, "no-batch.yaml", ", microbatches: 16", "");
+  o.costs_path = kSyntheticCosts;
+  o.pp = 4;
+  CHECK(octo::load_inputs(o).microbatches == 8);
+}
+
+TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = kSynthetic;
+  o.costs_path = kSyntheticCosts;
+
+  SECTION("costs layer count differs from the model's") {
+    o.costs_path = write_variant(kSyntheticCosts, "short-costs.yaml", "repeat: 32", "repeat: 8");
+    const std::string msg = load_error(o);
+    CHECK_THAT(msg, Catch::Matchers::StartsWith(o.costs_path + ": layers: 10 entries"));
+    CHECK_THAT(msg, Catch::Matchers::Contains("has 34 layers"));
+  }
+  SECTION("pp too large for the cluster") {
+    o.pp = 16;
+    const std::string msg = load_error(o);
+    CHECK_THAT(msg, Catch::Matchers::Contains("--pp: pp 16 x tp 1 x dp 1 = 16 exceeds the cluster's 8 devices"));
+    CHECK_THAT(msg, Catch::Matchers::Contains("(expected pp <= 8)"));
+  }
+  SECTION("tp x dp too large for the cluster") {
+    o.tp = 4;
+    o.dp = 4;
+    CHECK_THAT(load_error(o), Catch::Matchers::Contains("tp 4 x dp 4 = 16 exceeds the cluster's 8 devices"));
+  }
+  SECTION("more pipeline devices than layers") {
+    o.model_path = write_variant(kSynthetic, "three-layers.yaml", "repeat: 32", "repeat: 1");
+    o.costs_path.clear();
+    // PP defaults to the cluster's world / (tp x dp) = 8: the error names the cluster's setting...
+    CHECK_THAT(load_error(o), Catch::Matchers::Contains(
+                                  ": parallel: 8 pipeline devices but model synthetic-uniform has only 3 layers "
+                                  "(expected pp <= 3; set it with --pp)"));
+    // ...or the option that asked for it.
+    o.pp = 4;
+    CHECK_THAT(load_error(o), Catch::Matchers::StartsWith("command line: --pp: 4 pipeline devices"));
+  }
+  SECTION("global batch not divisible into micro-batches") {
+    o.model_path = write_variant(kNemotron, "odd-batch.yaml", "global_batch: 64", "global_batch: 63");
+    o.costs_path.clear();
+    o.dp = 2;
+    const std::string msg = load_error(o);
+    CHECK_THAT(msg, Catch::Matchers::StartsWith(o.model_path + ": training.global_batch: 63 sequences"));
+  }
+  SECTION("missing files") {
+    o.costs_path = scratch() + "/missing-costs.yaml";
+    CHECK_THAT(load_error(o), Catch::Matchers::StartsWith(o.costs_path + ": file not found"));
+    o.costs_path.clear();
+    o.cluster_path = scratch() + "/missing-cluster.yaml";
+    CHECK_THAT(load_error(o), Catch::Matchers::StartsWith(o.cluster_path + ": file not found"));
+    o.model_path.clear();
+    CHECK_THAT(load_error(o), Catch::Matchers::Contains("MODEL: no model file given"));
+  }
+}
+
+TEST_CASE("load_inputs: costs for another model name load with a warning", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = kSynthetic;
+  o.costs_path = write_variant(kSyntheticCosts, "renamed.yaml", "model: synthetic-uniform", "model: other");
+  const auto in = octo::load_inputs(o);
+  CHECK(in.costs.model == "other");
+  CHECK(in.costs.layers.size() == in.model.layers.size());
+}
