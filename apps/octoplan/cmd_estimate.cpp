@@ -1,14 +1,14 @@
 // octoplan estimate: the analytic (roofline) op-cost estimate of a model on a cluster's device,
 // printed as a per-layer-kind table and written as a costs file.
 
-#include <cstdint>
-#include <filesystem>
-#include <string>
-#include <vector>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "core/embedded.hpp"
@@ -73,7 +73,8 @@ nlohmann::json row_json(const KindRow& r, bool per_layer) {
 
 int run(const EstimateArgs& a) {
   const octo::ModelSpec model = octo::load_model(a.model_path);
-  const octo::ClusterSpec cluster = a.cluster_path.empty() ? octo::default_cluster() : octo::load_cluster(a.cluster_path);
+  const octo::ClusterSpec cluster =
+      a.cluster_path.empty() ? octo::default_cluster() : octo::load_cluster(a.cluster_path);
   const octo::CostProfile costs = octo::estimate_costs(model, cluster, {a.micro_batch, a.seq, a.tp});
   check_writable(a.output, "-o");
   check_writable(a.report, "--report");
@@ -83,7 +84,8 @@ int run(const EstimateArgs& a) {
   for (std::size_t i = 0; i < costs.layers.size(); ++i) {
     const octo::LayerCost& c = costs.layers[i];
     // FLOPs per TP rank, like every other figure of the table.
-    const double gflop = octo::layer_work(model, i, costs.micro_batch, costs.seq).flops(octo::Pass::F) / 1e9 / costs.tp;
+    const double gflop =
+        octo::layer_work(model, i, costs.micro_batch, costs.seq).flops(octo::Pass::F) / 1e9 / costs.tp;
     KindRow* row = nullptr;
     for (auto& r : rows)
       if (r.kind == c.label) row = &r;
@@ -102,9 +104,11 @@ int run(const EstimateArgs& a) {
 
   fmt::print("Estimated op costs (roofline): {} on {} ({}), micro-batch {} x seq {}, tp {}\n", model.name,
              costs.device, cluster.name, costs.micro_batch, costs.seq, costs.tp);
-  fmt::print("Per layer and per TP rank; the total row sums all layers. F forward, B input grad, W weight grad.\n\n");
-  fmt::print("{:<12} {:>5} {:>10} {:>12} {:>9} {:>9} {:>9} {:>10}\n", "kind", "count", "params", "GFLOP/layer",
-             "F ms", "B ms", "W ms", "act MiB");
+  fmt::print(
+      "Per layer and per TP rank; the total row sums all layers. F forward, B input grad, W weight "
+      "grad.\n\n");
+  fmt::print("{:<12} {:>5} {:>10} {:>12} {:>9} {:>9} {:>9} {:>10}\n", "kind", "count", "params",
+             "GFLOP/layer", "F ms", "B ms", "W ms", "act MiB");
   for (const auto& r : rows) {
     const double n = r.count;
     fmt::print("{:<12} {:>5} {:>10} {:>12.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f}\n", r.kind, r.count,
@@ -137,18 +141,20 @@ int run(const EstimateArgs& a) {
 
 Runner setup(CLI::App& app) {
   static EstimateArgs args;
-  CLI::App* cmd = app.add_subcommand(
-      "estimate",
-      "Estimate per-layer F/B/W/R times, activation and parameter bytes analytically (roofline on the cluster's "
-      "device) and write them as a costs file");
+  CLI::App* cmd = app.add_subcommand("estimate",
+                                     "Estimate per-layer F/B/W/R times, activation and parameter bytes "
+                                     "analytically (roofline on the cluster's "
+                                     "device) and write them as a costs file");
   cmd->add_option("model", args.model_path, "Model description (profiles/models/*.yaml)")->required();
   cmd->add_option("--cluster", args.cluster_path,
                   "Cluster description (default: the embedded h100x8, one node of 8 x H100-SXM 80 GB)");
   cmd->add_option("--micro-batch", args.micro_batch, "Sequences per micro-batch (default: the model's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seq", args.seq, "Sequence length (default: the model's)")->check(CLI::PositiveNumber);
-  cmd->add_option("--tp", args.tp, "Tensor-parallel size (default: the cluster's)")->check(CLI::PositiveNumber);
-  cmd->add_option("-o,--output", args.output, "Costs file to write (profiles/costs/*.yaml); without it, only print");
+  cmd->add_option("--tp", args.tp, "Tensor-parallel size (default: the cluster's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-o,--output", args.output,
+                  "Costs file to write (profiles/costs/*.yaml); without it, only print");
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

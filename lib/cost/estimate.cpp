@@ -1,10 +1,10 @@
 #include "cost/estimate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -76,12 +76,18 @@ namespace k = estimate_constants;
 
 std::string_view to_string(Engine engine) {
   switch (engine) {
-    case Engine::Gemm: return "gemm";
-    case Engine::GroupedGemm: return "grouped_gemm";
-    case Engine::Attention: return "attention";
-    case Engine::ChunkedScan: return "chunked_scan";
-    case Engine::SelectiveScan: return "selective_scan";
-    case Engine::Elementwise: return "elementwise";
+    case Engine::Gemm:
+      return "gemm";
+    case Engine::GroupedGemm:
+      return "grouped_gemm";
+    case Engine::Attention:
+      return "attention";
+    case Engine::ChunkedScan:
+      return "chunked_scan";
+    case Engine::SelectiveScan:
+      return "selective_scan";
+    case Engine::Elementwise:
+      return "elementwise";
   }
   return "?";
 }
@@ -94,16 +100,23 @@ double LayerWork::flops(Pass pass) const {
 
 double achievable_flops(Engine engine, const DeviceKind& device, DType dtype) {
   // Without a tensor-core fp32 path the fp32 peak is what fp32 GEMMs get.
-  const double tensor_peak = (dtype == DType::FP32 ? device.peak_tflops_fp32 : device.peak_tflops_bf16) * 1e12;
-  const double cuda_core_peak = (device.peak_tflops_fp32 > 0 ? device.peak_tflops_fp32 : device.peak_tflops_bf16) * 1e12;
+  const double tensor_peak =
+      (dtype == DType::FP32 ? device.peak_tflops_fp32 : device.peak_tflops_bf16) * 1e12;
+  const double cuda_core_peak =
+      (device.peak_tflops_fp32 > 0 ? device.peak_tflops_fp32 : device.peak_tflops_bf16) * 1e12;
   const double gemm = tensor_peak * device.efficiency;
   switch (engine) {
-    case Engine::Gemm: return gemm;
-    case Engine::GroupedGemm: return gemm * k::kGroupedGemmEfficiency / k::kMoeLoadImbalance;
-    case Engine::Attention: return gemm * k::kAttentionEfficiency;
-    case Engine::ChunkedScan: return gemm * k::kChunkedScanEfficiency;
+    case Engine::Gemm:
+      return gemm;
+    case Engine::GroupedGemm:
+      return gemm * k::kGroupedGemmEfficiency / k::kMoeLoadImbalance;
+    case Engine::Attention:
+      return gemm * k::kAttentionEfficiency;
+    case Engine::ChunkedScan:
+      return gemm * k::kChunkedScanEfficiency;
     case Engine::SelectiveScan:
-    case Engine::Elementwise: return cuda_core_peak * k::kCudaCoreEfficiency;
+    case Engine::Elementwise:
+      return cuda_core_peak * k::kCudaCoreEfficiency;
   }
   return gemm;
 }
@@ -127,8 +140,8 @@ WorkTerm gemm(std::string name, BlockKind part, double m, double kk, double n, d
 }
 
 /// A memory-bound op with no weight gradient of its own.
-WorkTerm elementwise(std::string name, BlockKind part, double fwd_bytes, double bwd_bytes, int fwd_kernels = 1,
-                     int bwd_kernels = 1) {
+WorkTerm elementwise(std::string name, BlockKind part, double fwd_bytes, double bwd_bytes,
+                     int fwd_kernels = 1, int bwd_kernels = 1) {
   WorkTerm t;
   t.name = std::move(name);
   t.part = part;
@@ -138,21 +151,23 @@ WorkTerm elementwise(std::string name, BlockKind part, double fwd_bytes, double 
   return t;
 }
 
-std::string prefixed(BlockKind part, std::string_view what) { return fmt::format("{}.{}", to_string(part), what); }
+std::string prefixed(BlockKind part, std::string_view what) {
+  return fmt::format("{}.{}", to_string(part), what);
+}
 
 struct Shape {
   double tokens;  ///< T
   double batch;   ///< sequences
   double seq;
   double hidden;
-  double e;       ///< dtype bytes
+  double e;  ///< dtype bytes
 };
 
 template <typename T>
 const T& need(const std::optional<T>& section, const ModelSpec& model, std::size_t layer, BlockKind part) {
   if (!section)
-    fail("{}: layer {} has a {} part but the model has no {} section", model.source.empty() ? model.name : model.source,
-         layer, to_string(part), to_string(part));
+    fail("{}: layer {} has a {} part but the model has no {} section",
+         model.source.empty() ? model.name : model.source, layer, to_string(part), to_string(part));
   return *section;
 }
 
@@ -208,8 +223,8 @@ void add_ffn(LayerWork& lw, BlockKind part, std::string_view who, double tokens,
   const double fwd = (gated ? 3 : 2) * tokens * ffn * e;
   const double bwd = (gated ? 5 : 3) * tokens * ffn * e;
   lw.terms.push_back(elementwise(fmt::format("{}.{}activation", to_string(part), who), part, fwd, bwd));
-  lw.terms.push_back(gemm(fmt::format("{}.{}down_proj", to_string(part), who), part, tokens, ffn, h, e, engine,
-                          weight_copies));
+  lw.terms.push_back(gemm(fmt::format("{}.{}down_proj", to_string(part), who), part, tokens, ffn, h, e,
+                          engine, weight_copies));
   lw.wgrad_bytes += tokens * ffn * e;  // input of the down projection
 }
 
@@ -230,8 +245,8 @@ void add_moe(LayerWork& lw, const MoeSpec& m, const Shape& s) {
   const double shuffle = 2 * t * h * e * (1 + top_k);
   lw.terms.push_back(elementwise(prefixed(part, "routing"), part, shuffle + t * experts * 4,
                                  shuffle + t * experts * 4, 4, 3));
-  add_ffn(lw, part, "experts.", t * top_k, static_cast<double>(m.expert_ffn), m.activation, s, Engine::GroupedGemm,
-          experts);
+  add_ffn(lw, part, "experts.", t * top_k, static_cast<double>(m.expert_ffn), m.activation, s,
+          Engine::GroupedGemm, experts);
   lw.wgrad_bytes += t * h * e + t * top_k * h * e;  // router input (normed x) + permuted tokens
   if (m.shared_experts > 0) {
     // Shared experts see every token; Megatron runs them as one MLP of width shared * ffn.
@@ -324,7 +339,8 @@ void add_lm_head(LayerWork& lw, const ModelSpec& model, const Shape& s) {
   lw.terms.push_back(elementwise(prefixed(part, "final_norm"), part, 2 * act, 3 * act));
   lw.terms.push_back(gemm(prefixed(part, "output"), part, t, h, vocab, e));
   // Softmax + loss: max, exp-sum, log: 3 FLOPs per logit (as layer_counts counts them).
-  WorkTerm ce = elementwise(prefixed(part, "cross_entropy"), part, 2 * t * vocab * e, 2 * t * vocab * e, 2, 1);
+  WorkTerm ce =
+      elementwise(prefixed(part, "cross_entropy"), part, 2 * t * vocab * e, 2 * t * vocab * e, 2, 1);
   ce.f.flops = 3 * t * vocab;
   lw.terms.push_back(ce);
   lw.collectives.push_back({Pass::F, act});
@@ -342,7 +358,8 @@ std::int64_t per_rank(double value, int tp) { return static_cast<std::int64_t>(s
 
 void check_tp(const ModelSpec& model, int tp) {
   auto divides = [&](std::int64_t n, std::string_view what) {
-    if (n > 0 && n % tp != 0) fail("--tp {}: does not divide the {} ({}) of model {}", tp, what, n, model.name);
+    if (n > 0 && n % tp != 0)
+      fail("--tp {}: does not divide the {} ({}) of model {}", tp, what, n, model.name);
   };
   if (model.attention) {
     divides(model.attention->heads, "attention heads");
@@ -353,8 +370,10 @@ void check_tp(const ModelSpec& model, int tp) {
   }
   // Mamba1 has no heads (the loader stores heads = 1): TP splits its d_inner channels.
   if (model.mamba) {
-    if (model.mamba->version == 1) divides(model.mamba->inner(), "Mamba d_inner");
-    else divides(model.mamba->heads, "Mamba heads");
+    if (model.mamba->version == 1)
+      divides(model.mamba->inner(), "Mamba d_inner");
+    else
+      divides(model.mamba->heads, "Mamba heads");
   }
   if (model.mlp) divides(model.mlp->ffn, "MLP ffn size");
   if (model.moe) divides(model.moe->expert_ffn, "expert ffn size");
@@ -371,12 +390,24 @@ LayerWork layer_work(const ModelSpec& model, std::size_t layer, int micro_batch,
   LayerWork lw;
   for (BlockKind part : model.layers[layer].parts) {
     switch (part) {
-      case BlockKind::Embedding: add_embedding(lw, s); break;
-      case BlockKind::LmHead: add_lm_head(lw, model, s); break;
-      case BlockKind::Attention: add_attention(lw, need(model.attention, model, layer, part), s); break;
-      case BlockKind::Mamba: add_mamba(lw, need(model.mamba, model, layer, part), s); break;
-      case BlockKind::Mlp: add_mlp(lw, need(model.mlp, model, layer, part), s); break;
-      case BlockKind::Moe: add_moe(lw, need(model.moe, model, layer, part), s); break;
+      case BlockKind::Embedding:
+        add_embedding(lw, s);
+        break;
+      case BlockKind::LmHead:
+        add_lm_head(lw, model, s);
+        break;
+      case BlockKind::Attention:
+        add_attention(lw, need(model.attention, model, layer, part), s);
+        break;
+      case BlockKind::Mamba:
+        add_mamba(lw, need(model.mamba, model, layer, part), s);
+        break;
+      case BlockKind::Mlp:
+        add_mlp(lw, need(model.mlp, model, layer, part), s);
+        break;
+      case BlockKind::Moe:
+        add_moe(lw, need(model.moe, model, layer, part), s);
+        break;
     }
   }
   return lw;
@@ -398,7 +429,8 @@ double pass_ms(const LayerWork& work, Pass pass, const DeviceKind& device, DType
   return seconds * 1e3;
 }
 
-CostProfile estimate_costs(const ModelSpec& model, const ClusterSpec& cluster, const EstimateOptions& options) {
+CostProfile estimate_costs(const ModelSpec& model, const ClusterSpec& cluster,
+                           const EstimateOptions& options) {
   const int micro_batch = options.micro_batch > 0 ? options.micro_batch : model.training.micro_batch;
   const std::int64_t seq = options.seq > 0 ? options.seq : model.seq_len;
   const int tp = options.tp > 0 ? options.tp : cluster.tp;
@@ -410,10 +442,13 @@ CostProfile estimate_costs(const ModelSpec& model, const ClusterSpec& cluster, c
   if (model.layers.empty()) fail("{}: the model has no layers", where);
   check_tp(model, tp);
   const DeviceKind& device = cluster.device(0);
-  const double tensor_peak = model.training.dtype == DType::FP32 ? device.peak_tflops_fp32 : device.peak_tflops_bf16;
+  const double tensor_peak =
+      model.training.dtype == DType::FP32 ? device.peak_tflops_fp32 : device.peak_tflops_bf16;
   if (!(tensor_peak > 0) || !(device.memory_bandwidth_gbs > 0) || !(device.efficiency > 0))
-    fail("{}: device {} needs a positive peak FLOP/s for {}, memory bandwidth and efficiency to estimate costs",
-         cluster.source, device.name, to_string(model.training.dtype));
+    fail(
+        "{}: device {} needs a positive peak FLOP/s for {}, memory bandwidth and efficiency to estimate "
+        "costs",
+        cluster.source, device.name, to_string(model.training.dtype));
   // TP groups are laid out inside a node when they fit (pipeline devices are TP-major).
   const LinkSpec& tp_link = tp <= cluster.devices_per_node ? cluster.intra_node : cluster.inter_node;
   if (tp > 1 && !(tp_link.bandwidth_gbs > 0))
@@ -434,7 +469,8 @@ CostProfile estimate_costs(const ModelSpec& model, const ClusterSpec& cluster, c
     const LayerCounts counts = layer_counts(model, i, micro_batch, seq);
     LayerCost c;
     c.label = model.layers[i].label;
-    if (c.label.empty() && !model.layers[i].parts.empty()) c.label = std::string(to_string(model.layers[i].parts[0]));
+    if (c.label.empty() && !model.layers[i].parts.empty())
+      c.label = std::string(to_string(model.layers[i].parts[0]));
     c.f_ms = pass_ms(work, Pass::F, device, model.training.dtype, tp, tp_link);
     c.b_ms = pass_ms(work, Pass::B, device, model.training.dtype, tp, tp_link);
     c.w_ms = pass_ms(work, Pass::W, device, model.training.dtype, tp, tp_link);

@@ -20,9 +20,9 @@
 namespace octo {
 
 struct EstimateOptions {
-  int micro_batch = 0;     ///< 0: the model's training.micro_batch
-  std::int64_t seq = 0;    ///< 0: the model's seq_len
-  int tp = 0;              ///< 0: the cluster's tp
+  int micro_batch = 0;   ///< 0: the model's training.micro_batch
+  std::int64_t seq = 0;  ///< 0: the model's seq_len
+  int tp = 0;            ///< 0: the cluster's tp
 };
 
 [[nodiscard]] CostProfile estimate_costs(const ModelSpec& model, const ClusterSpec& cluster,
@@ -52,7 +52,7 @@ struct Work {
 
 /// One kernel-level piece of a layer: a GEMM, the attention core, the scan, an elementwise op.
 struct WorkTerm {
-  std::string name;        ///< e.g. "attention.qkv_proj"
+  std::string name;  ///< e.g. "attention.qkv_proj"
   BlockKind part = BlockKind::Mlp;
   Engine engine = Engine::Gemm;
   Work f, b, w;            ///< forward, input gradient, weight gradient
@@ -76,7 +76,8 @@ struct LayerWork {
 };
 
 /// Breaks layer `layer` of `model` into work terms for `micro_batch` sequences of `seq` tokens.
-[[nodiscard]] LayerWork layer_work(const ModelSpec& model, std::size_t layer, int micro_batch, std::int64_t seq);
+[[nodiscard]] LayerWork layer_work(const ModelSpec& model, std::size_t layer, int micro_batch,
+                                   std::int64_t seq);
 
 /// FLOP/s a kernel of kind `engine` reaches on `device` for data type `dtype`.
 [[nodiscard]] double achievable_flops(Engine engine, const DeviceKind& device, DType dtype);
@@ -91,9 +92,9 @@ struct LayerWork {
 /// Constants of the estimate (see estimate.cpp for why each has its value).
 namespace estimate_constants {
 inline constexpr double kMemoryEfficiency = 0.8;
-inline constexpr double kAttentionEfficiency = 0.7;   ///< relative to the GEMM efficiency
+inline constexpr double kAttentionEfficiency = 0.7;     ///< relative to the GEMM efficiency
 inline constexpr double kChunkedScanEfficiency = 0.25;  ///< relative to the GEMM efficiency
-inline constexpr double kCudaCoreEfficiency = 0.5;  ///< of the fp32 peak (selective scan, elementwise)
+inline constexpr double kCudaCoreEfficiency = 0.5;      ///< of the fp32 peak (selective scan, elementwise)
 inline constexpr double kGroupedGemmEfficiency = 0.85;  ///< relative to the GEMM efficiency
 inline constexpr double kMoeLoadImbalance = 1.1;
 inline constexpr double kAttentionBackwardFactor = 2.5;

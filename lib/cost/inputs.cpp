@@ -1,11 +1,11 @@
 #include "cost/inputs.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "core/embedded.hpp"
 #include "core/error.hpp"
@@ -21,7 +21,8 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 /// Options come from the command line: errors about them name the option, not a file position.
-[[noreturn]] void option_error(std::string_view option, const std::string& problem, const std::string& expected) {
+[[noreturn]] void option_error(std::string_view option, const std::string& problem,
+                               const std::string& expected) {
   throw InputError(SourceLocation{"command line", 0, 0}, std::string(option), problem, expected);
 }
 
@@ -48,7 +49,8 @@ int resolve_microbatches(const InputOptions& o, const ModelSpec& model, int pp, 
 }  // namespace
 
 PlannerInputs load_inputs(const InputOptions& o) {
-  if (o.model_path.empty()) option_error("MODEL", "no model file given", "a model YAML file (profiles/models/*.yaml)");
+  if (o.model_path.empty())
+    option_error("MODEL", "no model file given", "a model YAML file (profiles/models/*.yaml)");
 
   PlannerInputs in;
   in.model_yaml = yaml::read_input_file(o.model_path, "a model YAML file");
@@ -74,19 +76,21 @@ PlannerInputs load_inputs(const InputOptions& o) {
   const std::int64_t tp_dp = static_cast<std::int64_t>(cluster.tp) * cluster.dp;
   if (tp_dp > world)
     throw InputError(SourceLocation{cluster.source, 0, 0}, o.tp > 0 || o.dp > 0 ? "--tp/--dp" : "parallel",
-                     fmt::format("tp {} x dp {} = {} exceeds the cluster's {} devices", cluster.tp, cluster.dp,
-                                 tp_dp, world),
+                     fmt::format("tp {} x dp {} = {} exceeds the cluster's {} devices", cluster.tp,
+                                 cluster.dp, tp_dp, world),
                      fmt::format("tp x dp <= {}", world));
   in.pp = cluster.pipeline_size();
   const std::int64_t used = tp_dp * in.pp;
   if (in.pp < 1 || used > world)
-    throw InputError(SourceLocation{cluster.source, 0, 0}, o.pp > 0 ? "--pp" : "parallel.pp",
-                     fmt::format("pp {} x tp {} x dp {} = {} exceeds the cluster's {} devices ({} nodes x {})",
-                                 in.pp, cluster.tp, cluster.dp, used, world, cluster.nodes, cluster.devices_per_node),
-                     fmt::format("pp <= {}", world / tp_dp));
+    throw InputError(
+        SourceLocation{cluster.source, 0, 0}, o.pp > 0 ? "--pp" : "parallel.pp",
+        fmt::format("pp {} x tp {} x dp {} = {} exceeds the cluster's {} devices ({} nodes x {})", in.pp,
+                    cluster.tp, cluster.dp, used, world, cluster.nodes, cluster.devices_per_node),
+        fmt::format("pp <= {}", world / tp_dp));
   // Every pipeline device needs at least one stage and a stage at least one layer.
   if (in.pp > static_cast<int>(model.layers.size()))
-    throw InputError(SourceLocation{o.pp > 0 ? "command line" : cluster.source, 0, 0}, o.pp > 0 ? "--pp" : "parallel",
+    throw InputError(SourceLocation{o.pp > 0 ? "command line" : cluster.source, 0, 0},
+                     o.pp > 0 ? "--pp" : "parallel",
                      fmt::format("{} pipeline devices but model {} has only {} layers", in.pp, model.name,
                                  model.layers.size()),
                      fmt::format("pp <= {}{}", model.layers.size(), o.pp > 0 ? "" : "; set it with --pp"));
@@ -100,22 +104,23 @@ PlannerInputs load_inputs(const InputOptions& o) {
     in.costs = parse_costs(in.costs_yaml, o.costs_path);
     if (in.costs.layers.size() != model.layers.size())
       throw InputError(SourceLocation{o.costs_path, 0, 0}, "layers",
-                       fmt::format("{} entries, but model {} ({}) has {} layers", in.costs.layers.size(), model.name,
-                                   model.source, model.layers.size()),
+                       fmt::format("{} entries, but model {} ({}) has {} layers", in.costs.layers.size(),
+                                   model.name, model.source, model.layers.size()),
                        "one entry per model layer, embedding first and LM head last");
     if (in.costs.model != model.name)
       log::warn("cost", "{}: costs are for model '{}', not '{}' (layer counts agree; using them anyway)",
                 o.costs_path, in.costs.model, model.name);
     if (in.costs.micro_batch != model.training.micro_batch || in.costs.seq != model.seq_len ||
         in.costs.tp != cluster.tp)
-      log::warn("cost", "{}: costs are for micro-batch {}, seq {}, tp {}; the run uses {}, {}, {}", o.costs_path,
-                in.costs.micro_batch, in.costs.seq, in.costs.tp, model.training.micro_batch, model.seq_len,
-                cluster.tp);
+      log::warn("cost", "{}: costs are for micro-batch {}, seq {}, tp {}; the run uses {}, {}, {}",
+                o.costs_path, in.costs.micro_batch, in.costs.seq, in.costs.tp, model.training.micro_batch,
+                model.seq_len, cluster.tp);
   }
 
   if (o.memory_limit_gib) {
     if (!(*o.memory_limit_gib > 0))
-      option_error("--memory-limit-gib", fmt::format("{} is not positive", *o.memory_limit_gib), "a size in GiB > 0");
+      option_error("--memory-limit-gib", fmt::format("{} is not positive", *o.memory_limit_gib),
+                   "a size in GiB > 0");
     in.memory_limit_bytes = *o.memory_limit_gib * kGiB;
   } else {
     // The smallest device any pipeline rank runs on bounds every stage placed there.

@@ -1,11 +1,11 @@
 #include "cost/profile_io.hpp"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "core/error.hpp"
 #include "spec/yaml_reader.hpp"
@@ -36,8 +36,8 @@ std::int64_t count(const MapReader& m, std::string_view key) { return m.integer(
 LayerCost parse_layer(const YAML::Node& node, const std::string& source, const std::string& path,
                       std::int64_t* repeat) {
   MapReader m(node, source, path,
-              {"label", "f_ms", "b_ms", "w_ms", "r_ms", "activation_bytes", "wgrad_bytes", "output_bytes", "params",
-               "spread", "repeat"});
+              {"label", "f_ms", "b_ms", "w_ms", "r_ms", "activation_bytes", "wgrad_bytes", "output_bytes",
+               "params", "spread", "repeat"});
   LayerCost c;
   c.label = m.string("label");
   c.f_ms = time_ms(m, "f_ms");
@@ -69,7 +69,8 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
   c.model = top.string("model");
   c.device = top.string("device");
   const bool measured = c.source == CostProfile::Source::Measured;
-  if (measured && !top.has("backend")) top.missing("backend", "cpu or cuda (measured costs name their backend)");
+  if (measured && !top.has("backend"))
+    top.missing("backend", "cpu or cuda (measured costs name their backend)");
   if (top.has("backend")) {
     c.backend = top.string("backend");
     if (c.backend != "cpu" && c.backend != "cuda")
@@ -98,7 +99,10 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
   if (!top.has("layers")) top.missing("layers", layers_expected);
   const YAML::Node layers = top.node("layers");
   if (!layers.IsSequence())
-    top.fail("layers", layers.IsNull() ? "missing value" : layers.IsMap() ? "got a mapping" : "got a scalar",
+    top.fail("layers",
+             layers.IsNull()  ? "missing value"
+             : layers.IsMap() ? "got a mapping"
+                              : "got a scalar",
              layers_expected);
   if (layers.size() == 0) top.fail("layers", "empty list", layers_expected);
   std::size_t index = 0;
@@ -118,14 +122,26 @@ std::string quoted(std::string_view s) {
   std::string out = "\"";
   for (char ch : s) {
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (static_cast<unsigned char>(ch) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned>(ch));
-        else out += ch;
+        if (static_cast<unsigned char>(ch) < 0x20)
+          out += fmt::format("\\x{:02x}", static_cast<unsigned>(ch));
+        else
+          out += ch;
     }
   }
   return out + "\"";
@@ -146,11 +162,14 @@ CostProfile parse_costs(std::string_view text, const std::string& source) {
   } catch (const YAML::Exception& e) {
     // Conversions are done by the located reader; this only turns a yaml-cpp surprise into an
     // input error instead of a crash.
-    throw InputError(yaml::location(source, e.mark), "", "cannot read the costs: " + e.msg, std::string(kWhat));
+    throw InputError(yaml::location(source, e.mark), "", "cannot read the costs: " + e.msg,
+                     std::string(kWhat));
   }
 }
 
-CostProfile load_costs(const std::string& path) { return parse_costs(yaml::read_input_file(path, "a costs file"), path); }
+CostProfile load_costs(const std::string& path) {
+  return parse_costs(yaml::read_input_file(path, "a costs file"), path);
+}
 
 std::string costs_to_yaml(const CostProfile& c) {
   // Doubles are written in fmt's shortest round-trip form and read back with from_chars, so
@@ -168,7 +187,8 @@ std::string costs_to_yaml(const CostProfile& c) {
   if (c.p2p_bandwidth_gbs || c.p2p_latency_us) {
     std::string parts;
     if (c.p2p_bandwidth_gbs) parts += fmt::format("bandwidth_gbs: {}", *c.p2p_bandwidth_gbs);
-    if (c.p2p_latency_us) parts += fmt::format("{}latency_us: {}", parts.empty() ? "" : ", ", *c.p2p_latency_us);
+    if (c.p2p_latency_us)
+      parts += fmt::format("{}latency_us: {}", parts.empty() ? "" : ", ", *c.p2p_latency_us);
     out += fmt::format("p2p: {{{}}}\n", parts);
   }
   out += fmt::format("op_overhead_ms: {}\n", c.op_overhead_ms);

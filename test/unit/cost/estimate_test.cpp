@@ -8,12 +8,12 @@
 // Each term below: FLOPs / rate vs bytes / 800e9, the larger, plus 2 us per kernel. The numbers
 // were worked out by hand (with a calculator) from these rules, not from the code.
 
-#include <catch2/catch.hpp>
+#include "cost/estimate.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 
 #include "core/error.hpp"
-#include "cost/estimate.hpp"
 #include "cost/profile_io.hpp"
 #include "spec/loader.hpp"
 
@@ -62,8 +62,12 @@ octo::ModelSpec test_model() {
   m.mamba = mamba;
   m.mlp = octo::MlpSpec{4096, octo::Activation::SquaredRelu};
   m.moe = octo::MoeSpec{8, 2, 1024, 1, 512, octo::Activation::SwiGlu};
-  m.layers = {{{BlockKind::Embedding}, "embedding"}, {{BlockKind::Attention}, "*"}, {{BlockKind::Mlp}, "-"},
-              {{BlockKind::Mamba}, "M"},          {{BlockKind::Moe}, "E"},        {{BlockKind::LmHead}, "lm_head"}};
+  m.layers = {{{BlockKind::Embedding}, "embedding"},
+              {{BlockKind::Attention}, "*"},
+              {{BlockKind::Mlp}, "-"},
+              {{BlockKind::Mamba}, "M"},
+              {{BlockKind::Moe}, "E"},
+              {{BlockKind::LmHead}, "lm_head"}};
   m.training.micro_batch = 2;
   return m;
 }
@@ -79,7 +83,8 @@ octo::ModelSpec mamba1_model() {
   mamba.conv = 4;
   mamba.dt_rank = 64;
   m.mamba = mamba;
-  m.layers = {{{BlockKind::Embedding}, "embedding"}, {{BlockKind::Mamba}, "M"}, {{BlockKind::LmHead}, "lm_head"}};
+  m.layers = {
+      {{BlockKind::Embedding}, "embedding"}, {{BlockKind::Mamba}, "M"}, {{BlockKind::LmHead}, "lm_head"}};
   return m;
 }
 
@@ -160,7 +165,7 @@ TEST_CASE("attention layer: FLOPs and times by hand", "[cost][estimate]") {
   const Ms t = times(m, 1);
   CHECK(t.f == ms(0.0564288 + 0.259698038 + 0.0282144 + 0.492853405 + 0.173798692));   // 1.010993335
   CHECK(t.b == ms(0.06691456 + 0.259698038 + 0.0282144 + 1.231133513 + 0.173798692));  // 1.759759203
-  CHECK(t.w == ms(0.259698038 + 0.173798692));                                        // 0.433496730
+  CHECK(t.w == ms(0.259698038 + 0.173798692));                                         // 0.433496730
 }
 
 TEST_CASE("Mamba2 layer: FLOPs and times by hand", "[cost][estimate]") {
@@ -169,7 +174,8 @@ TEST_CASE("Mamba2 layer: FLOPs and times by hand", "[cost][estimate]") {
   // conv:  2304 channels: F 2*T*2304*2 = 37,748,736 B -> 47.18592 + 2 = 49.18592 us (also W);
   //        B 3*T*2304*2 = 56,623,104 B -> 72.77888 us
   // scan:  6*T*2048*64 = 3,221,225,472 FLOP at 12.5e12 -> 257.698038 us + 5 kernels = 267.698038 us
-  //        (bytes 4384*T*2 + T/256*2048*64*4 = 44,302,336 -> 55.4 us); B 2x -> 515.396076 + 14 = 529.396076 us
+  //        (bytes 4384*T*2 + T/256*2048*64*4 = 44,302,336 -> 55.4 us); B 2x -> 515.396076 + 14 = 529.396076
+  //        us
   // gated norm: F 3*T*2048*2 -> 62.91456 + 2 = 64.91456 us; B 5*T*2048*2 -> 106.8576 us
   // out_proj: 2*4096*2048*1024 = 17,179,869,184 FLOP -> 343.597384 + 2 = 345.597384 us
   const auto m = test_model();
@@ -177,9 +183,11 @@ TEST_CASE("Mamba2 layer: FLOPs and times by hand", "[cost][estimate]") {
   CHECK(flops_of(w, Pass::F, octo::Engine::ChunkedScan) == 3'221'225'472.0);
   CHECK(w.flops(Pass::F) == 57'252'249'600.0);
   const Ms t = times(m, 3);
-  CHECK(t.f == ms(0.0564288 + 0.737513149 + 0.04918592 + 0.267698038 + 0.06491456 + 0.345597384));  // 1.521337851
-  CHECK(t.b == ms(0.06691456 + 0.737513149 + 0.07277888 + 0.529396076 + 0.1068576 + 0.345597384));  // 1.859057649
-  CHECK(t.w == ms(0.737513149 + 0.04918592 + 0.345597384));                                         // 1.132296453
+  CHECK(t.f ==
+        ms(0.0564288 + 0.737513149 + 0.04918592 + 0.267698038 + 0.06491456 + 0.345597384));  // 1.521337851
+  CHECK(t.b ==
+        ms(0.06691456 + 0.737513149 + 0.07277888 + 0.529396076 + 0.1068576 + 0.345597384));  // 1.859057649
+  CHECK(t.w == ms(0.737513149 + 0.04918592 + 0.345597384));                                  // 1.132296453
 }
 
 TEST_CASE("Mamba1 layer: the selective scan is memory-bound here", "[cost][estimate]") {
@@ -197,21 +205,24 @@ TEST_CASE("Mamba1 layer: the selective scan is memory-bound here", "[cost][estim
   CHECK(flops_of(w, Pass::F, octo::Engine::SelectiveScan) == 805'306'368.0);
   CHECK(w.flops(Pass::F) == 55'096'377'344.0);
   const Ms t = times(m, 1);
-  CHECK(t.f == ms(0.0564288 + 0.689194767 + 0.04394304 + 0.034212255 + 0.02395456 + 0.08621376 + 0.345597384));
-  CHECK(t.b == ms(0.06691456 + 0.689194767 + 0.06491456 + 0.034212255 + 0.02395456 + 0.17042752 + 0.345597384));
+  CHECK(t.f ==
+        ms(0.0564288 + 0.689194767 + 0.04394304 + 0.034212255 + 0.02395456 + 0.08621376 + 0.345597384));
+  CHECK(t.b ==
+        ms(0.06691456 + 0.689194767 + 0.06491456 + 0.034212255 + 0.02395456 + 0.17042752 + 0.345597384));
   CHECK(t.w == ms(0.689194767 + 0.04394304 + 0.034212255 + 0.02395456 + 0.345597384));
 }
 
 TEST_CASE("MoE layer: top-k expert work, routing shuffles, shared expert", "[cost][estimate]") {
   // 8 experts, top-2, expert ffn 1024, SwiGLU, one shared expert of ffn 512.
-  // router:  2*4096*1024*8 = 67,108,864 FLOP -> 1.34 us; bytes (T*h + h*8 + T*8)*2 = 8,470,528 -> 10.58816 + 2
+  // router:  2*4096*1024*8 = 67,108,864 FLOP -> 1.34 us; bytes (T*h + h*8 + T*8)*2 = 8,470,528 -> 10.58816 +
+  // 2
   //          = 12.58816 us (F, B, W)
-  // routing: 2*T*h*2*(1+2) + T*8*4 = 50,462,720 B -> 63.0784 us + 4 kernels = 71.0784 us (B: 3 kernels, 69.0784)
-  // experts up: 2*(2T)*1024*2048 = 34,359,738,368 FLOP at 50e12*0.85/1.1 -> 889.310875 + 2 = 891.310875 us
-  // experts act: F 3*(2T)*1024*2 = 50,331,648 B -> 64.91456 us; B 5*(2T)*1024*2 -> 106.8576 us
-  // experts down: 17,179,869,184 FLOP -> 444.655438 + 2 = 446.655438 us
-  // shared up: 2*T*1024*1024 -> 173.798692 us; act F 3*T*512*2 -> 17.72864 us, B 5*T*512*2 -> 28.2144 us;
-  // shared down: 2*T*512*1024 -> 85.899346 + 2 = 87.899346 us
+  // routing: 2*T*h*2*(1+2) + T*8*4 = 50,462,720 B -> 63.0784 us + 4 kernels = 71.0784 us (B: 3
+  // kernels, 69.0784) experts up: 2*(2T)*1024*2048 = 34,359,738,368 FLOP at 50e12*0.85/1.1 -> 889.310875 + 2
+  // = 891.310875 us experts act: F 3*(2T)*1024*2 = 50,331,648 B -> 64.91456 us; B 5*(2T)*1024*2 -> 106.8576
+  // us experts down: 17,179,869,184 FLOP -> 444.655438 + 2 = 446.655438 us shared up: 2*T*1024*1024 ->
+  // 173.798692 us; act F 3*T*512*2 -> 17.72864 us, B 5*T*512*2 -> 28.2144 us; shared down: 2*T*512*1024
+  // -> 85.899346 + 2 = 87.899346 us
   const auto m = test_model();
   const auto w = octo::layer_work(m, 4, 2, 2048);
   CHECK(flops_of(w, Pass::F, octo::Engine::GroupedGemm) == 51'539'607'552.0);
@@ -219,7 +230,7 @@ TEST_CASE("MoE layer: top-k expert work, routing shuffles, shared expert", "[cos
   const Ms t = times(m, 4);
   const double gemms = 0.01258816 + 0.891310875 + 0.446655438 + 0.173798692 + 0.087899346;
   CHECK(t.f == ms(0.0564288 + 0.0710784 + 0.06491456 + 0.01772864 + gemms));  // 1.822402911
-  CHECK(t.b == ms(0.06691456 + 0.0690784 + 0.1068576 + 0.0282144 + gemms));  // 1.883317471
+  CHECK(t.b == ms(0.06691456 + 0.0690784 + 0.1068576 + 0.0282144 + gemms));   // 1.883317471
   CHECK(t.w == ms(gemms));                                                    // 1.612252511
 }
 
@@ -287,7 +298,8 @@ TEST_CASE("the FLOP breakdown agrees with spec's layer_counts", "[cost][estimate
       const auto w = octo::layer_work(m, i, 2, 2048);
       const auto c = octo::layer_counts(m, i, 2, 2048);
       using octo::Engine;
-      CHECK(flops_of(w, Pass::F, Engine::Gemm) + flops_of(w, Pass::F, Engine::GroupedGemm) == Approx(c.matmul_flops));
+      CHECK(flops_of(w, Pass::F, Engine::Gemm) + flops_of(w, Pass::F, Engine::GroupedGemm) ==
+            Approx(c.matmul_flops));
       CHECK(flops_of(w, Pass::F, Engine::Attention) == Approx(c.attention_flops));
       double scan = flops_of(w, Pass::F, Engine::ChunkedScan) + flops_of(w, Pass::F, Engine::SelectiveScan);
       double elementwise = flops_of(w, Pass::F, Engine::Elementwise);
@@ -306,8 +318,8 @@ TEST_CASE("TP shards compute and adds the collectives", "[cost][estimate]") {
   //   (2-1)/2 * 8,388,608 / 100e9 = 41.94304 us + 5 us each = 93.88608 us.
   const Ms t2 = times(m, 2, 2);
   CHECK(t2.f == ms(0.0302144 + 2 * 0.345597384 + 0.04394304 + 0.09388608));  // 0.85923828736
-  CHECK(t2.w == ms(2 * 0.345597384));  // W has no TP communication
-  CHECK(t2.b > t2.w + 0.09388608);     // B pays the mirrored pair
+  CHECK(t2.w == ms(2 * 0.345597384));                                        // W has no TP communication
+  CHECK(t2.b > t2.w + 0.09388608);                                           // B pays the mirrored pair
 
   const auto c1 = octo::estimate_costs(m, test_cluster(1));
   const auto c2 = octo::estimate_costs(m, test_cluster(2));
@@ -335,8 +347,9 @@ TEST_CASE("TP must divide the sharded dimensions", "[cost][estimate]") {
   CHECK_THROWS_WITH(octo::estimate_costs(test_model(), test_cluster(), o),
                     Catch::Matchers::Contains("--tp 3: does not divide the attention heads (8)"));
   o.tp = 16;
-  CHECK_THROWS_WITH(octo::estimate_costs(test_model(), test_cluster(), o),
-                    Catch::Matchers::Contains("--tp 16: must be between 1 and the 8 devices of cluster test"));
+  CHECK_THROWS_WITH(
+      octo::estimate_costs(test_model(), test_cluster(), o),
+      Catch::Matchers::Contains("--tp 16: must be between 1 and the 8 devices of cluster test"));
   // Mamba1 shards d_inner (stored as 1 head x 2048): tp 2 is fine.
   o.tp = 2;
   auto m = mamba1_model();
@@ -390,7 +403,8 @@ TEST_CASE("shipped estimated costs are up to date with the estimator", "[cost][e
     INFO(name);
     const auto model = octo::load_model(std::string(OCTO_SOURCE_DIR) + "/profiles/models/" + name + ".yaml");
     const auto fresh = octo::estimate_costs(model, octo::default_cluster());
-    const auto shipped = octo::load_costs(std::string(OCTO_SOURCE_DIR) + "/profiles/costs/" + name + ".h100.yaml");
+    const auto shipped =
+        octo::load_costs(std::string(OCTO_SOURCE_DIR) + "/profiles/costs/" + name + ".h100.yaml");
     CHECK(shipped.source == octo::CostProfile::Source::Estimated);
     CHECK(shipped.model == fresh.model);
     CHECK(shipped.device == fresh.device);

@@ -1,14 +1,14 @@
 // load_inputs: defaults, overrides and the cross-checks between model, cluster and costs.
 
-#include <catch2/catch.hpp>
+#include "cost/inputs.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "cost/inputs.hpp"
 #include "cost/profile_io.hpp"
 
 namespace {
@@ -126,7 +126,8 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
   SECTION("pp too large for the cluster") {
     o.pp = 16;
     const std::string msg = load_error(o);
-    CHECK_THAT(msg, Catch::Matchers::Contains("--pp: pp 16 x tp 1 x dp 1 = 16 exceeds the cluster's 8 devices"));
+    CHECK_THAT(msg,
+               Catch::Matchers::Contains("--pp: pp 16 x tp 1 x dp 1 = 16 exceeds the cluster's 8 devices"));
     CHECK_THAT(msg, Catch::Matchers::Contains("(expected pp <= 8)"));
   }
   SECTION("tp x dp too large for the cluster") {
@@ -138,9 +139,10 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
     o.model_path = write_variant(kSynthetic, "three-layers.yaml", "repeat: 32", "repeat: 1");
     o.costs_path.clear();
     // PP defaults to the cluster's world / (tp x dp) = 8: the error names the cluster's setting...
-    CHECK_THAT(load_error(o), Catch::Matchers::Contains(
-                                  ": parallel: 8 pipeline devices but model synthetic-uniform has only 3 layers "
-                                  "(expected pp <= 3; set it with --pp)"));
+    CHECK_THAT(load_error(o),
+               Catch::Matchers::Contains(
+                   ": parallel: 8 pipeline devices but model synthetic-uniform has only 3 layers "
+                   "(expected pp <= 3; set it with --pp)"));
     // ...or the option that asked for it.
     o.pp = 4;
     CHECK_THAT(load_error(o), Catch::Matchers::StartsWith("command line: --pp: 4 pipeline devices"));

@@ -1,13 +1,13 @@
 // Costs YAML: exact round trip, the compact `repeat` form, and every loader error with its
 // position ("file:line:col: field: problem (expected ...)").
 
-#include <catch2/catch.hpp>
+#include "cost/profile_io.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
 #include "core/error.hpp"
-#include "cost/profile_io.hpp"
 
 namespace {
 
@@ -74,8 +74,8 @@ CostProfile sample_profile() {
   c.layers.push_back(block);
   c.layers.push_back(block);
   c.layers.push_back(block);
-  c.layers.push_back({"-", 5.261995520260779, 5.418499400857794, 4.867865896380182, 5.261995520260779, 838860800,
-                      419430400, 67108864, 176164864, 0});
+  c.layers.push_back({"-", 5.261995520260779, 5.418499400857794, 4.867865896380182, 5.261995520260779,
+                      838860800, 419430400, 67108864, 176164864, 0});
   c.layers.push_back({"M-", 1, 1, 1, 1, 0, 0, 0, 0, 0});
   c.layers.push_back({"lm_head", 16.5, 16.5, 14.8, 16.5, 4429185024LL, 67108864, 0, 536875008, 0.5});
   return c;
@@ -94,7 +94,8 @@ TEST_CASE("costs YAML round-trips exactly", "[cost][profile_io]") {
   // The three identical consecutive "*" layers are written once with repeat: 3.
   CHECK(text.find("repeat: 3") != std::string::npos);
   std::size_t entries = 0;
-  for (std::size_t p = text.find("\n  - {"); p != std::string::npos; p = text.find("\n  - {", p + 1)) ++entries;
+  for (std::size_t p = text.find("\n  - {"); p != std::string::npos; p = text.find("\n  - {", p + 1))
+    ++entries;
   CHECK(entries == 5);  // embedding, * x3, -, M-, lm_head
 }
 
@@ -150,7 +151,8 @@ layers:
 }
 
 TEST_CASE("shipped synthetic-uniform costs are F = B = W = 1 ms with free transfers", "[cost][profile_io]") {
-  const CostProfile c = octo::load_costs(std::string(OCTO_SOURCE_DIR) + "/profiles/costs/synthetic-uniform.yaml");
+  const CostProfile c =
+      octo::load_costs(std::string(OCTO_SOURCE_DIR) + "/profiles/costs/synthetic-uniform.yaml");
   REQUIRE(c.layers.size() == 34);  // embedding + 32 blocks + LM head
   for (std::size_t i = 1; i <= 32; ++i) {
     CHECK(c.layers[i].f_ms == 1);
@@ -166,16 +168,19 @@ TEST_CASE("shipped synthetic-uniform costs are F = B = W = 1 ms with free transf
   CHECK(*c.p2p_latency_us == 0);
   REQUIRE(c.p2p_bandwidth_gbs);
   // Any boundary transfer adds less than one ulp of a 1 ms op: 1 + t == 1 exactly.
-  const double transfer_ms = static_cast<double>(c.layers[1].output_bytes) / (*c.p2p_bandwidth_gbs * 1e9) * 1e3;
+  const double transfer_ms =
+      static_cast<double>(c.layers[1].output_bytes) / (*c.p2p_bandwidth_gbs * 1e9) * 1e3;
   CHECK(1.0 + transfer_ms == 1.0);
 }
 
 namespace {
 
 // A valid file, the base every error case edits in one place.
-const std::string kHeader = "source: estimated\nmodel: m\ndevice: d\nshape: {micro_batch: 1, seq: 16, tp: 1}\n";
+const std::string kHeader =
+    "source: estimated\nmodel: m\ndevice: d\nshape: {micro_batch: 1, seq: 16, tp: 1}\n";
 const std::string kLayer =
-    "label: x, f_ms: 1, b_ms: 1, w_ms: 1, r_ms: 1, activation_bytes: 10, wgrad_bytes: 5, output_bytes: 2, params: 3";
+    "label: x, f_ms: 1, b_ms: 1, w_ms: 1, r_ms: 1, activation_bytes: 10, wgrad_bytes: 5, output_bytes: 2, "
+    "params: 3";
 
 std::string with_layer(const std::string& fields) { return kHeader + "layers:\n  - {" + fields + "}\n"; }
 
@@ -226,7 +231,8 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
   SECTION("wrong types") {
     // The f_ms value is in column 22 of "  - {label: x, f_ms: 1, ...".
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: fast")),
-               Catch::Matchers::StartsWith("c.yaml:6:22: layers[0].f_ms: 'fast' is not a number (expected a number >= 0)"));
+               Catch::Matchers::StartsWith(
+                   "c.yaml:6:22: layers[0].f_ms: 'fast' is not a number (expected a number >= 0)"));
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: [1]")),
                Catch::Matchers::StartsWith("c.yaml:6:22: layers[0].f_ms: got a list"));
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "params: 3", "params: 3.5")),
@@ -235,7 +241,8 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
                Catch::Matchers::Contains("layers[0].label: got a mapping"));
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "seq: 16", "seq: long")),
                Catch::Matchers::Contains("shape.seq: 'long' is not an integer"));
-    CHECK_THAT(parse_error(kHeader + "layers: {a: 1}\n"), Catch::Matchers::StartsWith("c.yaml:5:9: layers: got a mapping"));
+    CHECK_THAT(parse_error(kHeader + "layers: {a: 1}\n"),
+               Catch::Matchers::StartsWith("c.yaml:5:9: layers: got a mapping"));
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: .nan")),
                Catch::Matchers::Contains("layers[0].f_ms: '.nan' is not a number"));
   }
@@ -247,7 +254,8 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
     CHECK_THAT(out, Catch::Matchers::Contains("layers[0].output_bytes: "));
     CHECK_THAT(out, Catch::Matchers::Contains("-2"));
     CHECK_THAT(out, Catch::Matchers::Contains("(expected a non-negative integer"));
-    const std::string overhead = parse_error(kHeader + "op_overhead_ms: -0.5\nlayers:\n  - {" + kLayer + "}\n");
+    const std::string overhead =
+        parse_error(kHeader + "op_overhead_ms: -0.5\nlayers:\n  - {" + kLayer + "}\n");
     CHECK_THAT(overhead, Catch::Matchers::StartsWith("c.yaml:5:17: op_overhead_ms: "));
     CHECK_THAT(overhead, Catch::Matchers::Contains("negative"));
   }
@@ -257,7 +265,8 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "r_ms: 1", "r_ms: 1, repeat: 0")),
                Catch::Matchers::Contains("layers[0].repeat: must not be zero"));
     CHECK_THAT(parse_error(kHeader + "p2p: {bandwidth_gbs: 0}\nlayers:\n  - {" + kLayer + "}\n"),
-               Catch::Matchers::StartsWith("c.yaml:5:22: p2p.bandwidth_gbs: must not be zero (expected a number > 0)"));
+               Catch::Matchers::StartsWith(
+                   "c.yaml:5:22: p2p.bandwidth_gbs: must not be zero (expected a number > 0)"));
   }
   SECTION("missing fields") {
     CHECK_THAT(parse_error(replace(with_layer(kLayer), " w_ms: 1,", "")),
@@ -277,25 +286,30 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
   }
   SECTION("bad source") {
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "source: estimated", "source: guessed")),
-               Catch::Matchers::StartsWith("c.yaml:1:9: source: unknown value 'guessed' (expected one of estimated, measured)"));
+               Catch::Matchers::StartsWith(
+                   "c.yaml:1:9: source: unknown value 'guessed' (expected one of estimated, measured)"));
   }
   SECTION("measured costs need backend and date") {
     const std::string measured = replace(with_layer(kLayer), "source: estimated", "source: measured");
     CHECK_THAT(parse_error(measured), Catch::Matchers::Contains("backend: missing required key"));
     CHECK_THAT(parse_error(replace(measured, "device: d\n", "device: d\nbackend: cuda\n")),
                Catch::Matchers::Contains("date: missing required key"));
-    CHECK_THAT(parse_error(replace(measured, "device: d\n", "device: d\nbackend: tpu\ndate: 2026-01-02\n")),
-               Catch::Matchers::StartsWith("c.yaml:4:10: backend: unknown backend 'tpu' (expected cpu or cuda)"));
+    CHECK_THAT(
+        parse_error(replace(measured, "device: d\n", "device: d\nbackend: tpu\ndate: 2026-01-02\n")),
+        Catch::Matchers::StartsWith("c.yaml:4:10: backend: unknown backend 'tpu' (expected cpu or cuda)"));
     CHECK_THAT(parse_error(replace(measured, "device: d\n", "device: d\nbackend: cpu\ndate: yesterday\n")),
                Catch::Matchers::StartsWith("c.yaml:5:7: date: 'yesterday' is not an ISO date"));
-    CHECK(parse_error(replace(measured, "device: d\n", "device: d\nbackend: cpu\ndate: 2026-01-02T10:00:00\n")).empty());
+    CHECK(
+        parse_error(replace(measured, "device: d\n", "device: d\nbackend: cpu\ndate: 2026-01-02T10:00:00\n"))
+            .empty());
   }
   SECTION("wgrad bytes above activation bytes") {
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "wgrad_bytes: 5", "wgrad_bytes: 11")),
                Catch::Matchers::Contains("layers[0].wgrad_bytes: 11 exceeds activation_bytes 10"));
   }
   SECTION("layer entry is not a mapping") {
-    CHECK_THAT(parse_error(kHeader + "layers:\n  - 3\n"), Catch::Matchers::StartsWith("c.yaml:6:5: layers[0]: got a scalar"));
+    CHECK_THAT(parse_error(kHeader + "layers:\n  - 3\n"),
+               Catch::Matchers::StartsWith("c.yaml:6:5: layers[0]: got a scalar"));
   }
 }
 
