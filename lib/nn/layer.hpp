@@ -1,0 +1,124 @@
+#pragma once
+/// The fixed interface every model layer implements, and the parameter storage shared by all.
+///
+/// A layer's work for one micro-batch is split the way zero-bubble pipeline schedules need it:
+///   forward          F: output from input; saves in the micro-batch's LayerState what B needs;
+///   backward_input   B: input gradient from output gradient; keeps in the state what W needs;
+///   backward_weight  W: accumulates the GEMM weight gradients and releases the state.
+/// The state object belongs to the caller (one per layer and micro-batch), so B and W of one
+/// micro-batch may be separated by any number of other micro-batches' F and B. B also
+/// accumulates the gradients of the small per-channel parameters (norm scales, conv taps,
+/// the SSM's A, D and dt bias) that fall out of the input-gradient computation; every gradient
+/// is complete once each micro-batch's W has run.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/device.hpp"
+
+namespace octo::nn {
+
+/// How a parameter is initialized (drawn from the counter-based generator, see init.hpp).
+struct Init {
+  enum class Kind : std::uint8_t { Normal, Uniform, Constant, MambaALog, MambaDtBias };
+  Kind kind = Kind::Normal;
+  float a = 0;  ///< Normal: std; Uniform: bound (U[-a, a]); Constant: the value
+  static Init normal(float std) { return {Kind::Normal, std}; }
+  static Init uniform(float bound) { return {Kind::Uniform, bound}; }
+  static Init constant(float value) { return {Kind::Constant, value}; }
+  /// log(U[1, 16]) (Mamba2's A range).
+  static Init mamba_a_log() { return {Kind::MambaALog, 0}; }
+  /// softplus^-1 of dt drawn log-uniformly in [1e-3, 1e-1] (Mamba2's dt range).
+  static Init mamba_dt_bias() { return {Kind::MambaDtBias, 0}; }
+};
+
+/// One named parameter tensor: a slice of its layer's flat value and gradient buffers.
+struct ParamInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::size_t offset = 0;  ///< elements from the start of the flat buffers
+  std::size_t size = 0;
+  Init init;
+  bool decay = true;  ///< AdamW weight decay applies (matrices); norms, biases, SSM scalars: no
+};
+
+/// All parameters of one layer in two flat device buffers (values, gradients), so a runtime can
+/// all-reduce a layer's gradients in one call. Parameters are declared first, then materialized.
+class ParamSet {
+ public:
+  /// Declares a parameter and returns its index (its order of declaration, part of its RNG key).
+  std::size_t add(std::string name, std::vector<std::int64_t> shape, Init init, bool decay);
+  /// Allocates the buffers, initializes every value from (seed, layer, parameter index) and zeros
+  /// the gradients.
+  void materialize(Device& device, std::uint64_t seed, std::uint64_t layer);
+
+  [[nodiscard]] const std::vector<ParamInfo>& infos() const { return infos_; }
+  [[nodiscard]] std::size_t count() const { return total_; }
+  [[nodiscard]] float* value(std::size_t i) { return values_.data() + infos_[i].offset; }
+  [[nodiscard]] float* grad(std::size_t i) { return grads_.data() + infos_[i].offset; }
+  [[nodiscard]] Buffer& values() { return values_; }
+  [[nodiscard]] Buffer& grads() { return grads_; }
+  [[nodiscard]] const Buffer& values() const { return values_; }
+  [[nodiscard]] const Buffer& grads() const { return grads_; }
+  void zero_grads(Device& device);
+
+ private:
+  std::vector<ParamInfo> infos_;
+  std::size_t total_ = 0;
+  Buffer values_, grads_;
+};
+
+/// The micro-batch as the layers see it (device memory): token ids and next-token targets,
+/// batch x seq, and the loss scale (1 / tokens of the whole mini-batch, so the scaled losses
+/// and gradients of all micro-batches sum to the mini-batch mean).
+struct BatchRef {
+  int batch = 0;
+  int seq = 0;
+  const std::int32_t* tokens = nullptr;
+  const std::int32_t* targets = nullptr;
+  float loss_scale = 1;
+  [[nodiscard]] int rows() const { return batch * seq; }
+};
+
+/// What one layer keeps for one micro-batch between F, B and W. Layers derive their own.
+class LayerState {
+ public:
+  virtual ~LayerState() = default;
+  /// Drops everything kept (used after a forward without keep, and after W).
+  virtual void clear() = 0;
+};
+
+/// A pipeline layer: the embedding, a block (pre-norm sublayers with residuals) or the LM head.
+/// Inputs and outputs are [batch*seq, hidden] activations; the embedding reads the batch's
+/// tokens instead of an input, the LM head outputs the scaled loss (a 1-element buffer).
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  [[nodiscard]] virtual std::unique_ptr<LayerState> make_state() const = 0;
+  /// F. Returns the output; keeps in `state` what B needs.
+  [[nodiscard]] virtual Buffer forward(LayerState& state, const Buffer& x, const BatchRef& batch) = 0;
+  /// B. `x` is the forward input again, `dy` the output gradient (ignored by the LM head, whose
+  /// gradient seed is the loss scale). Returns dx (empty for the embedding).
+  [[nodiscard]] virtual Buffer backward_input(LayerState& state, const Buffer& x, Buffer dy,
+                                              const BatchRef& batch) = 0;
+  /// W. Accumulates weight gradients and releases the state.
+  virtual void backward_weight(LayerState& state, const BatchRef& batch) = 0;
+
+  [[nodiscard]] ParamSet& params() { return params_; }
+  [[nodiscard]] const ParamSet& params() const { return params_; }
+  [[nodiscard]] std::size_t index() const { return index_; }
+  [[nodiscard]] const std::string& label() const { return label_; }
+
+ protected:
+  Layer(Device& device, std::size_t index, std::string label)
+      : device_(device), index_(index), label_(std::move(label)) {}
+  Device& device_;
+  ParamSet params_;
+  std::size_t index_;
+  std::string label_;
+};
+
+}  // namespace octo::nn

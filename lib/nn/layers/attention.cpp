@@ -1,0 +1,135 @@
+// Causal self-attention with grouped-query heads and rotary position embeddings (NeoX-style
+// rotate-half, base 10000). One fused QKV projection [q heads | k heads | v heads], no biases.
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "nn/layers/sublayer.hpp"
+
+namespace octo::nn {
+namespace {
+
+struct AttentionState final : LayerState {
+  Buffer qkv;  ///< [rows, (H + 2K) d], q and k rotated; after B: its gradient (for W)
+  Buffer o;    ///< [rows, H d] attention output (input of the output projection)
+  Buffer lse;  ///< [batch, H, seq] softmax log-sum-exp
+  void clear() override {
+    qkv.reset();
+    o.reset();
+    lse.reset();
+  }
+};
+
+class Attention final : public Sublayer {
+ public:
+  Attention(const ModelSpec& model, Device& device, ParamSet& params, const std::string& prefix)
+      : device_(device), params_(params) {
+    const AttentionSpec& a = *model.attention;
+    hidden_ = static_cast<int>(model.hidden);
+    heads_ = a.heads;
+    kv_heads_ = a.kv_heads > 0 ? a.kv_heads : a.heads;
+    head_dim_ = a.head_dim > 0 ? a.head_dim : static_cast<int>(model.hidden / a.heads);
+    max_seq_ = static_cast<int>(model.seq_len);
+    if (kv_heads_ <= 0 || heads_ % kv_heads_ != 0)
+      fail("model {}: attention heads ({}) must be a positive multiple of kv_heads ({})", model.name, heads_,
+           kv_heads_);
+    if (head_dim_ <= 0 || head_dim_ % 2 != 0)
+      fail("model {}: attention head_dim must be positive and even for rotary embeddings (got {})",
+           model.name, head_dim_);
+    const InitScale scale = InitScale::for_model(model);
+    wqkv_ = params.add(prefix + "wqkv", {qkv_width(), hidden_}, Init::normal(scale.std), true);
+    wo_ = params.add(prefix + "wo", {hidden_, heads_ * head_dim_}, Init::normal(scale.out_std), true);
+
+    const int half = head_dim_ / 2;
+    std::vector<float> cos_table(static_cast<std::size_t>(max_seq_) * half), sin_table(cos_table.size());
+    for (int t = 0; t < max_seq_; ++t)
+      for (int i = 0; i < half; ++i) {
+        const double freq = std::pow(10000.0, -2.0 * i / head_dim_);
+        cos_table[static_cast<std::size_t>(t) * half + i] = static_cast<float>(std::cos(t * freq));
+        sin_table[static_cast<std::size_t>(t) * half + i] = static_cast<float>(std::sin(t * freq));
+      }
+    cos_ = device.upload(std::span<const float>(cos_table));
+    sin_ = device.upload(std::span<const float>(sin_table));
+  }
+
+  [[nodiscard]] std::unique_ptr<LayerState> make_state() const override {
+    return std::make_unique<AttentionState>();
+  }
+
+  void forward(LayerState& state, const float* xn, float* out, const BatchRef& batch) override {
+    auto& st = static_cast<AttentionState&>(state);
+    if (batch.seq > max_seq_)
+      fail("attention: micro-batch sequence length {} exceeds the model's seq_len {}", batch.seq, max_seq_);
+    const int rows = batch.rows(), ld = qkv_width(), ho = heads_ * head_dim_;
+    st.qkv = device_.alloc<float>(static_cast<std::size_t>(rows) * ld);
+    device_.gemm(Trans::No, Trans::Yes, rows, ld, hidden_, 1.0f, xn, hidden_, params_.value(wqkv_), hidden_,
+                 0.0f, st.qkv.data(), ld);
+    device_.rope(rows, batch.seq, heads_, head_dim_, st.qkv.data(), ld, cos_.data(), sin_.data(), false);
+    device_.rope(rows, batch.seq, kv_heads_, head_dim_, st.qkv.data() + ho, ld, cos_.data(), sin_.data(),
+                 false);
+    st.o = device_.alloc<float>(static_cast<std::size_t>(rows) * ho);
+    st.lse = device_.alloc<float>(static_cast<std::size_t>(batch.batch) * heads_ * batch.seq);
+    const float* q = st.qkv.data();
+    device_.attention_forward(shape(batch), q, q + ho, q + ho + kv_heads_ * head_dim_, ld, st.o.data(), ho,
+                              st.lse.data());
+    device_.gemm(Trans::No, Trans::Yes, rows, hidden_, ho, 1.0f, st.o.data(), ho, params_.value(wo_), ho,
+                 0.0f, out, hidden_);
+  }
+
+  void backward_input(LayerState& state, const float*, const float* dout, float* dxn,
+                      const BatchRef& batch) override {
+    auto& st = static_cast<AttentionState&>(state);
+    const int rows = batch.rows(), ld = qkv_width(), ho = heads_ * head_dim_, kvo = kv_heads_ * head_dim_;
+    Buffer d_o = device_.alloc<float>(static_cast<std::size_t>(rows) * ho);
+    device_.gemm(Trans::No, Trans::No, rows, ho, hidden_, 1.0f, dout, hidden_, params_.value(wo_), ho, 0.0f,
+                 d_o.data(), ho);
+    Buffer dqkv = device_.alloc<float>(static_cast<std::size_t>(rows) * ld);
+    const float* q = st.qkv.data();
+    float* dq = dqkv.data();
+    device_.attention_backward(shape(batch), q, q + ho, q + ho + kvo, ld, st.o.data(), d_o.data(), ho,
+                               st.lse.data(), dq, dq + ho, dq + ho + kvo);
+    device_.rope(rows, batch.seq, heads_, head_dim_, dq, ld, cos_.data(), sin_.data(), true);
+    device_.rope(rows, batch.seq, kv_heads_, head_dim_, dq + ho, ld, cos_.data(), sin_.data(), true);
+    device_.gemm(Trans::No, Trans::No, rows, hidden_, ld, 1.0f, dq, ld, params_.value(wqkv_), hidden_, 0.0f,
+                 dxn, hidden_);
+    st.qkv = std::move(dqkv);
+    st.lse.reset();
+  }
+
+  void backward_weight(LayerState& state, const float* xn, const float* dout,
+                       const BatchRef& batch) override {
+    auto& st = static_cast<AttentionState&>(state);
+    const int rows = batch.rows(), ld = qkv_width(), ho = heads_ * head_dim_;
+    device_.gemm(Trans::Yes, Trans::No, hidden_, ho, rows, 1.0f, dout, hidden_, st.o.data(), ho, 1.0f,
+                 params_.grad(wo_), ho);
+    device_.gemm(Trans::Yes, Trans::No, ld, hidden_, rows, 1.0f, st.qkv.data(), ld, xn, hidden_, 1.0f,
+                 params_.grad(wqkv_), hidden_);
+    st.clear();
+  }
+
+ private:
+  [[nodiscard]] int qkv_width() const { return (heads_ + 2 * kv_heads_) * head_dim_; }
+  [[nodiscard]] AttentionShape shape(const BatchRef& batch) const {
+    return AttentionShape{batch.batch, batch.seq, heads_,
+                          kv_heads_,   head_dim_, 1.0f / std::sqrt(static_cast<float>(head_dim_))};
+  }
+
+  Device& device_;
+  ParamSet& params_;
+  int hidden_ = 0, heads_ = 0, kv_heads_ = 0, head_dim_ = 0, max_seq_ = 0;
+  std::size_t wqkv_ = 0, wo_ = 0;
+  Buffer cos_, sin_;  ///< [seq_len, head_dim / 2] rotation tables
+};
+
+}  // namespace
+
+std::unique_ptr<Sublayer> make_attention(const ModelSpec& model, Device& device, ParamSet& params,
+                                         const std::string& prefix) {
+  if (!model.attention) fail("model {}: an attention layer needs an attention section", model.name);
+  if (model.attention->heads <= 0) fail("model {}: attention.heads must be positive", model.name);
+  if (model.seq_len <= 0) fail("model {}: seq_len must be positive", model.name);
+  return std::make_unique<Attention>(model, device, params, prefix);
+}
+
+}  // namespace octo::nn

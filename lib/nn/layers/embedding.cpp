@@ -1,0 +1,60 @@
+// Token embedding: a row gather forward; the weight gradient is a scatter-add of the output
+// gradient, deferred to W. There is no input gradient.
+
+#include "core/error.hpp"
+#include "nn/layers/layers.hpp"
+#include "nn/layers/sublayer.hpp"
+
+namespace octo::nn {
+namespace {
+
+struct EmbeddingState final : LayerState {
+  Buffer dy;
+  void clear() override { dy.reset(); }
+};
+
+class Embedding final : public Layer {
+ public:
+  Embedding(const ModelSpec& model, std::size_t index, Device& device)
+      : Layer(device, index, model.layers[index].label), hidden_(static_cast<int>(model.hidden)) {
+    table_ = params_.add("embedding.weight", {model.vocab, model.hidden},
+                         Init::normal(InitScale::for_model(model).std), true);
+  }
+
+  [[nodiscard]] std::unique_ptr<LayerState> make_state() const override {
+    return std::make_unique<EmbeddingState>();
+  }
+
+  Buffer forward(LayerState&, const Buffer&, const BatchRef& batch) override {
+    if (!batch.tokens) fail("layer {} (embedding): the micro-batch has no tokens", index_);
+    const int rows = batch.rows();
+    Buffer y = device_.alloc<float>(static_cast<std::size_t>(rows) * hidden_);
+    device_.gather_rows(rows, hidden_, params_.value(table_), batch.tokens, y.data());
+    return y;
+  }
+
+  Buffer backward_input(LayerState& state, const Buffer&, Buffer dy, const BatchRef&) override {
+    static_cast<EmbeddingState&>(state).dy = std::move(dy);
+    return {};
+  }
+
+  void backward_weight(LayerState& state, const BatchRef& batch) override {
+    auto& st = static_cast<EmbeddingState&>(state);
+    if (st.dy.empty()) fail("layer {} (embedding): backward_weight without backward_input", index_);
+    device_.scatter_add_rows(batch.rows(), hidden_, st.dy.data(), batch.tokens, params_.grad(table_));
+    st.clear();
+  }
+
+ private:
+  int hidden_;
+  std::size_t table_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_embedding(const ModelSpec& model, std::size_t index, Device& device) {
+  if (model.vocab <= 0 || model.hidden <= 0) fail("model {}: vocab and hidden must be positive", model.name);
+  return std::make_unique<Embedding>(model, index, device);
+}
+
+}  // namespace octo::nn

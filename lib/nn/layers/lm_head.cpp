@@ -1,0 +1,104 @@
+// LM head: final RMSNorm, output projection to the vocabulary, cross-entropy against the next
+// tokens. The loss is scaled by the batch's loss scale, so the micro-batch losses (and their
+// gradients) sum to the mean over all tokens of the mini-batch.
+
+#include "core/error.hpp"
+#include "nn/layers/layers.hpp"
+#include "nn/layers/sublayer.hpp"
+
+namespace octo::nn {
+namespace {
+
+struct LmHeadState final : LayerState {
+  Buffer xn;  ///< normalized input (input of the projection)
+  Buffer rstd;
+  Buffer logits;  ///< [rows, vocab]; after B: their gradient (for W)
+  Buffer lse;
+  bool backwarded = false;
+  void clear() override { *this = LmHeadState{}; }
+};
+
+class LmHead final : public Layer {
+ public:
+  LmHead(const ModelSpec& model, std::size_t index, Device& device)
+      : Layer(device, index, model.layers[index].label),
+        hidden_(static_cast<int>(model.hidden)),
+        vocab_(static_cast<int>(model.vocab)) {
+    norm_ = params_.add("final_norm", {hidden_}, Init::constant(1.0f), false);
+    out_ =
+        params_.add("output.weight", {vocab_, hidden_}, Init::normal(InitScale::for_model(model).std), true);
+  }
+
+  [[nodiscard]] std::unique_ptr<LayerState> make_state() const override {
+    return std::make_unique<LmHeadState>();
+  }
+
+  Buffer forward(LayerState& state, const Buffer& x, const BatchRef& batch) override {
+    auto& st = static_cast<LmHeadState&>(state);
+    if (!batch.targets) fail("layer {} (LM head): the micro-batch has no targets", index_);
+    const int rows = batch.rows();
+    const std::size_t n = static_cast<std::size_t>(rows) * hidden_;
+    if (x.size() != n)
+      fail("layer {}: input has {} elements, expected {} (tokens x hidden)", index_, x.size(), n);
+    st.backwarded = false;
+    st.xn = device_.alloc<float>(n);
+    st.rstd = device_.alloc<float>(rows);
+    device_.rmsnorm_forward(rows, hidden_, 1, x.data(), params_.value(norm_), kRmsNormEps, st.xn.data(),
+                            st.rstd.data());
+    st.logits = device_.alloc<float>(static_cast<std::size_t>(rows) * vocab_);
+    device_.gemm(Trans::No, Trans::Yes, rows, vocab_, hidden_, 1.0f, st.xn.data(), hidden_,
+                 params_.value(out_), hidden_, 0.0f, st.logits.data(), vocab_);
+    st.lse = device_.alloc<float>(rows);
+    Buffer loss = device_.alloc<float>(1);
+    device_.cross_entropy_forward(rows, vocab_, st.logits.data(), batch.targets, batch.loss_scale,
+                                  st.lse.data(), loss.data());
+    return loss;
+  }
+
+  Buffer backward_input(LayerState& state, const Buffer& x, Buffer, const BatchRef& batch) override {
+    auto& st = static_cast<LmHeadState&>(state);
+    if (st.logits.empty()) fail("layer {} (LM head): backward without a forward", index_);
+    const int rows = batch.rows();
+    const std::size_t n = static_cast<std::size_t>(rows) * hidden_;
+    device_.cross_entropy_backward(rows, vocab_, st.logits.data(), st.lse.data(), batch.targets,
+                                   batch.loss_scale, st.logits.data());
+    Buffer dxn = device_.alloc<float>(n);
+    device_.gemm(Trans::No, Trans::No, rows, hidden_, vocab_, 1.0f, st.logits.data(), vocab_,
+                 params_.value(out_), hidden_, 0.0f, dxn.data(), hidden_);
+    Buffer dx = device_.alloc<float>(n);
+    device_.rmsnorm_backward_input(rows, hidden_, 1, x.data(), params_.value(norm_), st.rstd.data(),
+                                   dxn.data(), nullptr, dx.data());
+    device_.rmsnorm_backward_weight(rows, hidden_, 1, x.data(), st.rstd.data(), dxn.data(),
+                                    params_.grad(norm_));
+    st.rstd.reset();
+    st.lse.reset();
+    st.backwarded = true;
+    return dx;
+  }
+
+  void backward_weight(LayerState& state, const BatchRef& batch) override {
+    auto& st = static_cast<LmHeadState&>(state);
+    if (!st.backwarded) fail("layer {} (LM head): backward_weight without backward_input", index_);
+    device_.gemm(Trans::Yes, Trans::No, vocab_, hidden_, batch.rows(), 1.0f, st.logits.data(), vocab_,
+                 st.xn.data(), hidden_, 1.0f, params_.grad(out_), hidden_);
+    st.clear();
+  }
+
+ private:
+  int hidden_, vocab_;
+  std::size_t norm_ = 0, out_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_lm_head(const ModelSpec& model, std::size_t index, Device& device) {
+  if (model.vocab <= 0 || model.hidden <= 0) fail("model {}: vocab and hidden must be positive", model.name);
+  if (model.tie_embeddings)
+    fail(
+        "model {}: tied embeddings are not supported by the executor's layers (the embedding and the LM head "
+        "may sit on different ranks); set tie_embeddings: false",
+        model.name);
+  return std::make_unique<LmHead>(model, index, device);
+}
+
+}  // namespace octo::nn

@@ -1,0 +1,45 @@
+#pragma once
+/// AdamW with decoupled weight decay and bias correction (Loshchilov & Hutter; PyTorch's
+/// torch.optim.AdamW): m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
+/// p -= lr (m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + wd p). Parameters declared without decay
+/// (norm scales, biases, SSM scalars) get wd = 0.
+
+#include <vector>
+
+#include "nn/layer.hpp"
+
+namespace octo::nn {
+
+struct AdamWConfig {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.1f;
+};
+
+class AdamW {
+ public:
+  AdamW(Device& device, AdamWConfig config) : device_(device), config_(config) {}
+
+  /// Adds a layer's parameters (zero moments). The ParamSet must outlive the optimizer.
+  void add(ParamSet& params);
+  /// One step over every added parameter with the configured learning rate, or `lr`.
+  void step();
+  void step(float lr);
+
+  [[nodiscard]] int steps() const { return steps_; }
+  [[nodiscard]] const AdamWConfig& config() const { return config_; }
+
+ private:
+  struct Slot {
+    ParamSet* params;
+    Buffer m, v;
+  };
+  Device& device_;
+  AdamWConfig config_;
+  std::vector<Slot> slots_;
+  int steps_ = 0;
+};
+
+}  // namespace octo::nn
