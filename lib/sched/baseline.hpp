@@ -57,7 +57,7 @@ struct BaselineRun {
 
 /// build_baseline for each of `methods` (default: baseline_methods()); configurations a schedule
 /// cannot run are recorded with their reason instead of failing the whole comparison.
-[[nodiscard]] std::vector<BaselineRun> run_baselines(const PlannerInputs& inputs,
-                                                     const std::vector<BaselineOptions>& methods = baseline_methods());
+[[nodiscard]] std::vector<BaselineRun> run_baselines(
+    const PlannerInputs& inputs, const std::vector<BaselineOptions>& methods = baseline_methods());
 
 }  // namespace octo

@@ -55,9 +55,9 @@ enum class Placement : std::uint8_t { Sequential, Interleaved, VShape };
 
 /// Contiguous split of `costs` (one non-negative number per layer) into `parts` non-empty parts
 /// minimising the largest part sum: exact optimum by dynamic programming, O(parts · n²). Among
-/// optimal splits it returns the one whose stage ends are lexicographically smallest (earliest
-/// cuts), so the result is deterministic. Throws octo::Error when parts < 1, parts > n, or a cost
-/// is negative or not finite. Returns the stage ends.
+/// optimal splits it returns the most even one — the smallest sum of squared part sums — and among
+/// those the earliest cuts, so the result is deterministic. Throws octo::Error when parts < 1, parts > n, or
+/// a cost is negative or not finite. Returns the stage ends.
 [[nodiscard]] std::vector<int> min_max_split(std::span<const double> costs, int parts);
 
 /// Largest part sum of the split given by `ends` (the objective min_max_split minimises).

@@ -1,0 +1,185 @@
+// octoplan baseline: one of the usual schedules (GPipe, 1F1B, interleaved 1F1B, ZB-H1, ZB-V) on
+// Megatron's uniform split or a cost-balanced split, as a complete plan file with its predicted
+// iteration time, bubble and memory.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "plan/plan_io.hpp"
+#include "sched/baseline.hpp"
+#include "sched/partition.hpp"
+#include "sched/schedule.hpp"
+#include "sim/sim_input.hpp"
+#include "sim/simulator.hpp"
+#include "sim/trace.hpp"
+
+namespace octoplan {
+namespace {
+
+struct BaselineArgs {
+  octo::InputOptions inputs;
+  std::string schedule;
+  std::string partition = "uniform";
+  int chunks = 0;
+  std::string output;
+  std::string trace;
+  std::string report;
+};
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// Refuses early when an output folder is missing, so that a failed run writes no file at all.
+void check_writable(const std::string& path, std::string_view option) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) octo::fail("{} {}: folder {} does not exist", option, path, dir.string());
+  if (fs::is_directory(p, ec)) octo::fail("{} {}: is a directory (expected a file path)", option, path);
+}
+
+/// "embedding M-M-M-M*" / "M-M*- head": the stage's layers by their labels, shortened.
+std::string stage_layers(const octo::ModelSpec& model, const octo::Stage& st) {
+  const int last = static_cast<int>(model.layers.size()) - 1;
+  bool symbols = true;
+  for (int l = std::max(st.first_layer, 1); l < std::min(st.end_layer, last); ++l)
+    symbols = symbols && model.layers[static_cast<std::size_t>(l)].label.size() <= 2;
+  std::string blocks;
+  for (int l = std::max(st.first_layer, 1); l < std::min(st.end_layer, last); ++l) {
+    if (!symbols && !blocks.empty()) blocks += ' ';
+    blocks += model.layers[static_cast<std::size_t>(l)].label;
+  }
+  constexpr std::size_t kWidth = 28;
+  if (blocks.size() > kWidth) blocks = blocks.substr(0, kWidth - 3) + "...";
+  std::string text;
+  if (st.first_layer == 0) text = "embedding";
+  if (!blocks.empty()) text += (text.empty() ? "" : " ") + blocks;
+  if (st.end_layer > last) text += text.empty() ? "head" : " head";
+  return text;
+}
+
+int run(const BaselineArgs& a) {
+  const octo::Schedule& schedule = octo::get_schedule(a.schedule);
+  octo::BaselineOptions options;
+  options.schedule = a.schedule;
+  options.partition = octo::parse_partition_kind(a.partition);
+  options.chunks = a.chunks;
+  check_writable(a.output, "-o");
+  check_writable(a.trace, "--trace");
+  check_writable(a.report, "--report");
+
+  const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
+  const octo::Plan plan = octo::build_baseline(inputs, options);
+
+  // Everything that can fail happens before the first file is written.
+  std::string trace_text;
+  if (!a.trace.empty()) {
+    octo::SimOptions so;
+    so.record_timeline = true;
+    const octo::SimResult timed = octo::simulate(plan, octo::make_sim_input(plan, inputs), so);
+    trace_text = octo::trace_json(octo::sim_timeline(plan, timed)).dump() + "\n";
+  }
+  const nlohmann::json& pred = plan.predicted;
+  const int v = static_cast<int>(plan.stages.size()) / plan.devices;
+  const octo::CostProfile& costs = inputs.costs;
+
+  fmt::print("Baseline {}: {} on {} pipeline devices (tp {}, dp {}), {} micro-batches of {} x {} tokens\n",
+             plan.method, inputs.model.name, plan.devices, plan.tp, plan.dp, plan.microbatches,
+             plan.micro_batch, plan.seq);
+  fmt::print("Schedule {}: {}; {} stage{} per device, {} placement; {} partition\n", schedule.name(),
+             schedule.description(), v, v == 1 ? "" : "s", octo::to_string(schedule.placement()),
+             a.partition);
+  fmt::print("Costs: {} ({}), cluster {}\n\n", octo::to_string(costs.source), costs.origin,
+             inputs.cluster.name);
+
+  fmt::print("{:>5}  {:<9}  {:<34}  {:>6}  {:>10}\n", "stage", "layers", "blocks", "device", "F+B+W ms");
+  const std::vector<double> work = octo::layer_work_ms(costs, false);
+  nlohmann::json stages = nlohmann::json::array();
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const octo::Stage& st = plan.stages[s];
+    double ms = 0;
+    for (int l = st.first_layer; l < st.end_layer; ++l) ms += work[static_cast<std::size_t>(l)];
+    fmt::print("{:>5}  {:<9}  {:<34}  {:>6}  {:>10.3f}{}\n", s,
+               fmt::format("{}-{}", st.first_layer, st.end_layer - 1), stage_layers(inputs.model, st),
+               st.device, ms, st.recompute ? "  (recompute)" : "");
+    stages.push_back({{"stage", s},
+                      {"layers", {st.first_layer, st.end_layer}},
+                      {"device", st.device},
+                      {"work_ms", ms},
+                      {"recompute", st.recompute}});
+  }
+
+  const double iteration = pred.at("iteration_time_ms").get<double>();
+  fmt::print("\niteration time  {:.3f} ms\n", iteration);
+  fmt::print("bubble          {:.2f} %\n", 100.0 * pred.at("bubble_ratio").get<double>());
+  fmt::print("throughput      {:.0f} tokens/s\n", pred.at("tokens_per_s").get<double>());
+  fmt::print("\n{:>6}  {:>9}  {:>9}  {:>11}  {:>11}  {:>9}  {:>5}\n", "device", "busy ms", "idle ms",
+             "memory GiB", "limit GiB", "live mbs", "fits");
+  for (const auto& d : pred.at("devices")) {
+    const double peak = d.at("peak_memory_bytes").get<double>();
+    const double limit = d.at("memory_limit_bytes").get<double>();
+    fmt::print("{:>6}  {:>9.3f}  {:>9.3f}  {:>11.2f}  {:>11.2f}  {:>9}  {:>5}\n", d.at("device").get<int>(),
+               d.at("busy_ms").get<double>(), d.at("idle_ms").get<double>(), peak / kGiB, limit / kGiB,
+               d.at("peak_live_microbatches").get<int>(), limit <= 0 || peak <= limit ? "yes" : "NO");
+  }
+  if (!pred.at("fits_memory").get<bool>())
+    fmt::print(
+        "\nwarning: the plan does not fit the device memory (try --partition balanced, a larger --pp, "
+        "recompute: full in the model's training settings, or --memory-limit-gib)\n");
+
+  octo::save_plan(plan, a.output);
+  fmt::print("\nwrote {}\n", a.output);
+  if (!a.trace.empty()) {
+    octo::write_file_atomic(a.trace, trace_text);
+    fmt::print("wrote {} (open in ui.perfetto.dev)\n", a.trace);
+  }
+
+  nlohmann::json report = pred;
+  report["command"] = "baseline";
+  report["method"] = plan.method;
+  report["model"] = inputs.model.name;
+  report["schedule"] = a.schedule;
+  report["partition"] = a.partition;
+  report["chunks"] = v;
+  report["pp"] = plan.devices;
+  report["microbatches"] = plan.microbatches;
+  report["stages"] = std::move(stages);
+  report["output"] = a.output;
+  write_report(a.report, report);
+  return 0;
+}
+
+Runner setup(CLI::App& app) {
+  static BaselineArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "baseline", "Build the plan of a usual schedule (" + octo::schedule_names() +
+                      ") on a uniform (Megatron) or cost-balanced partition, simulate it and write it");
+  add_input_options(cmd, args.inputs);
+  cmd->add_option("--schedule", args.schedule, "Schedule: " + octo::schedule_names())->required();
+  cmd->add_option("--chunks", args.chunks,
+                  "Stages per device (interleaved: default 2; zb-v: exactly 2; the others: 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option(
+         "--partition", args.partition,
+         "uniform: equal block counts, embedding on the first stage and LM head on the last (Megatron); "
+         "balanced: min-max split of F+B+W per layer")
+      ->check(CLI::IsMember({"uniform", "balanced"}));
+  cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();
+  cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace");
+  add_report_option(cmd, args.report);
+  return [] { return run(args); };
+}
+
+const Registration reg(30, setup);
+
+}  // namespace
+}  // namespace octoplan

@@ -1,0 +1,190 @@
+#include "sched/baseline.hpp"
+
+#include <fmt/format.h>
+
+#include "core/embedded.hpp"
+#include "core/error.hpp"
+#include "plan/deadlock.hpp"
+#include "plan/lower.hpp"
+#include "plan/validate.hpp"
+#include "sched/partition.hpp"
+#include "sched/schedule.hpp"
+#include "sim/sim_input.hpp"
+#include "sim/simulator.hpp"
+
+namespace octo {
+
+std::string_view to_string(PartitionKind kind) {
+  return kind == PartitionKind::Uniform ? "uniform" : "balanced";
+}
+
+PartitionKind parse_partition_kind(std::string_view text) {
+  if (text == "uniform") return PartitionKind::Uniform;
+  if (text == "balanced") return PartitionKind::Balanced;
+  fail("unknown partition '{}' (expected uniform or balanced)", text);
+}
+
+std::string method_name(const BaselineOptions& options) {
+  return fmt::format("{}-{}", options.schedule, to_string(options.partition));
+}
+
+namespace {
+
+[[noreturn]] void cannot_run(const BaselineOptions& o, const std::string& why) {
+  throw UnsupportedConfig(fmt::format("{}: {}", method_name(o), why));
+}
+
+struct Resolved {
+  const Schedule* schedule = nullptr;
+  int p = 1, m = 1, v = 1;
+};
+
+Resolved resolve(const PlannerInputs& in, const BaselineOptions& o) {
+  Resolved r;
+  r.schedule = &get_schedule(o.schedule);
+  r.p = o.pp > 0 ? o.pp : in.pp;
+  r.m = o.microbatches > 0 ? o.microbatches : in.microbatches;
+  r.v = o.chunks > 0 ? o.chunks : r.schedule->default_chunks();
+  if (r.p < 1) fail("{}: {} pipeline devices (expected at least 1)", method_name(o), r.p);
+  if (r.m < 1) fail("{}: {} micro-batches (expected at least 1)", method_name(o), r.m);
+  switch (r.schedule->placement()) {
+    case Placement::Sequential:
+      if (r.v != 1)
+        cannot_run(
+            o, fmt::format("{} runs one stage per device (got --chunks {}; interleaved and zb-v run more)",
+                           o.schedule, r.v));
+      break;
+    case Placement::VShape:
+      if (r.v != 2)
+        cannot_run(o,
+                   fmt::format("{} runs exactly two stages per device (got --chunks {})", o.schedule, r.v));
+      break;
+    case Placement::Interleaved:
+      break;
+  }
+  return r;
+}
+
+std::vector<Stage> partition(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
+                             bool recompute) {
+  const int layers = static_cast<int>(in.model.layers.size());
+  const int stages = r.p * r.v;
+  if (static_cast<int>(in.costs.layers.size()) != layers)
+    fail("{}: the costs have {} layers but model {} has {} (expected one cost entry per layer)",
+         method_name(o), in.costs.layers.size(), in.model.name, layers);
+  std::vector<Stage> out;
+  if (o.partition == PartitionKind::Uniform) {
+    if (layers - 2 < stages)
+      cannot_run(
+          o, fmt::format("the uniform partition needs at least one block per stage, but {} has {} blocks for "
+                         "{} stages ({} devices x {} chunks)",
+                         in.model.name, layers - 2, stages, r.p, r.v));
+    out = uniform_partition(layers, stages, r.schedule->placement(), r.p);
+  } else {
+    if (layers < stages)
+      cannot_run(o, fmt::format(
+                        "{} has {} layers for {} stages ({} devices x {} chunks; expected at least one layer "
+                        "per stage)",
+                        in.model.name, layers, stages, r.p, r.v));
+    out = balanced_partition(layer_work_ms(in.costs, recompute), stages, r.schedule->placement(), r.p);
+  }
+  for (Stage& s : out) s.recompute = recompute;
+  return out;
+}
+
+Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r, bool recompute) {
+  Plan plan;
+  plan.generator = fmt::format("octoplan {}", version());
+  plan.method = method_name(o);
+  plan.model_yaml = in.model_yaml;
+  plan.cluster_yaml = in.cluster_yaml;
+  plan.costs_yaml = in.costs_yaml;
+  plan.model_source = in.model.source;
+  plan.cluster_source = in.cluster.source;
+  plan.costs_source = in.costs.origin;
+  plan.devices = r.p;
+  plan.tp = in.cluster.tp;
+  plan.dp = in.cluster.dp;
+  plan.microbatches = r.m;
+  plan.micro_batch = in.model.training.micro_batch;
+  plan.seq = in.model.seq_len;
+  plan.stages = partition(in, o, r, recompute);
+
+  ScheduleConfig config;
+  config.devices = r.p;
+  config.microbatches = r.m;
+  config.chunks = r.v;
+  for (const Stage& s : plan.stages) {
+    config.stage_device.push_back(s.device);
+    config.recompute.push_back(s.recompute);
+  }
+  try {
+    plan.programs = generate_schedule(*r.schedule, config);
+  } catch (const UnsupportedConfig& e) {
+    cannot_run(o, e.what());
+  }
+  lower_with_costs(plan, in.costs);
+
+  ValidateOptions validation;
+  validation.model_layers = static_cast<int>(in.model.layers.size());
+  require_valid(plan, fmt::format("internal error: baseline {}", plan.method), validation);
+  if (const DeadlockReport dr = check_deadlock(plan); dr.deadlock)
+    fail("internal error: baseline {} deadlocks: {}", plan.method, dr.message);
+
+  const SimInput sim_input = make_sim_input(plan, in);
+  const SimResult result = simulate(plan, sim_input);
+  plan.predicted = report_json(result, plan);
+  return plan;
+}
+
+}  // namespace
+
+Plan build_baseline(const PlannerInputs& inputs, const BaselineOptions& options) {
+  const Resolved r = resolve(inputs, options);
+  switch (inputs.model.training.recompute) {
+    case RecomputePolicy::None:
+      return build(inputs, options, r, false);
+    case RecomputePolicy::Full:
+      return build(inputs, options, r, true);
+    case RecomputePolicy::Auto: {
+      // What a user of the framework does: recompute only when the plan does not fit otherwise.
+      Plan plan = build(inputs, options, r, false);
+      if (plan.predicted.value("fits_memory", true)) return plan;
+      return build(inputs, options, r, true);
+    }
+  }
+  return build(inputs, options, r, false);
+}
+
+std::vector<BaselineOptions> baseline_methods() {
+  std::vector<BaselineOptions> methods;
+  for (const Schedule* s : schedules()) {
+    for (PartitionKind kind : {PartitionKind::Uniform, PartitionKind::Balanced}) {
+      BaselineOptions o;
+      o.schedule = std::string(s->name());
+      o.partition = kind;
+      methods.push_back(o);
+    }
+  }
+  return methods;
+}
+
+std::vector<BaselineRun> run_baselines(const PlannerInputs& inputs,
+                                       const std::vector<BaselineOptions>& methods) {
+  std::vector<BaselineRun> runs;
+  runs.reserve(methods.size());
+  for (const BaselineOptions& o : methods) {
+    BaselineRun run;
+    run.options = o;
+    run.method = method_name(o);
+    try {
+      run.plan = build_baseline(inputs, o);
+    } catch (const UnsupportedConfig& e) {
+      run.skipped = e.what();
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+}  // namespace octo
