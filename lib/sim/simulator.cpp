@@ -25,38 +25,43 @@ int compute_slot(OpKind k) {
   }
 }
 
+/// The per-op data the event loop touches, in one cache line's worth (48 bytes): an op's
+/// dependencies, stream links and times are read together.
+struct Node {
+  double end = -1;                          ///< < 0 until the op has run
+  double dur = 0;
+  std::int32_t dep[3] = {kNone, kNone, kNone};  ///< compute: data deps; SEND: dep[0] = producer
+  std::int32_t prev = kNone;                ///< previous op on the same stream
+  std::int32_t next = kNone;                ///< next op on the same stream
+  std::int32_t partner = kNone;             ///< comm: the matched SEND/RECV
+  std::int32_t waiters = kNone;             ///< head of the list of streams waiting for this op
+};
+
+/// Pending comm ops of one directed device pair, matched in list order (k-th SEND a→b with the
+/// k-th RECV on b from a). All SENDs of a pair are in one program and all RECVs in another, so
+/// the queue holds one kind at a time.
+struct PairQueue {
+  std::int32_t head = kNone, tail = kNone;
+  std::int32_t count = 0;
+  OpKind kind = OpKind::Send;
+};
+
 }  // namespace
 
 /// Flat per-op buffers, reused between runs. Op id = position in the concatenation of the
 /// device programs (device-major). Streams: 2d = compute stream of device d, 2d+1 = its comm
-/// stream.
+/// stream, each a linked list through Node::next.
 struct Simulator::State {
-  // per op
-  std::vector<std::int32_t> dev;
-  std::vector<double> dur, start, end;
-  std::vector<std::uint8_t> done;
-  std::vector<std::int32_t> why;       ///< op whose end set the start, or kNone
-  std::vector<std::int32_t> prev;      ///< previous op on the same stream, or kNone
-  std::vector<std::int32_t> partner;   ///< comm: the matched SEND/RECV
-  std::vector<std::int32_t> deps;      ///< 3 per op: data dependencies (kNone padded)
-  std::vector<double> dep_delay;       ///< 3 per op: added to the dependency's end (ideal transfers)
-  std::vector<std::int32_t> waiters;   ///< head of the list of streams waiting for this op
-  // per stream
-  std::vector<std::int32_t> stream_ops;      ///< ops of all streams, stream-major
-  std::vector<std::int32_t> stream_begin;    ///< 2D+1 offsets into stream_ops
-  std::vector<std::int32_t> cursor;
-  std::vector<std::int32_t> next_waiter;
-  std::vector<std::int32_t> stack;
-  // per device
-  std::vector<std::int32_t> offset;          ///< D+1: first op id of each device
-  // per (stage, mb)
-  std::vector<std::int32_t> compute_index;   ///< [(s * M + m) * kKinds + slot]
-  std::vector<std::int32_t> act_recv;        ///< [s * M + m]: RECV of the activation F(s, m) produced
-  std::vector<std::int32_t> grad_recv;       ///< [s * M + m]: RECV of the gradient B(s, m) produced
-  // per directed device pair
-  std::vector<std::int32_t> pair_count, pair_send, pair_recv;  ///< counts / offsets, filled cursors
-  std::vector<std::int32_t> pair_sends, pair_recvs;            ///< comm op ids grouped by pair
-
+  std::vector<Node> node;
+  std::vector<std::int32_t> why;       ///< per op: op whose end set its start, or kNone
+  std::vector<std::int32_t> chain;     ///< per op: next in its PairQueue
+  std::vector<double> dep_delay;       ///< 3 per op, compute-only plans: ideal transfer time
+  std::vector<std::int32_t> offset;    ///< D+1: first op id of each device
+  std::vector<std::int32_t> head, tail, cursor, next_waiter, stack;  ///< per stream
+  std::vector<std::int32_t> compute_index;  ///< [(s * M + m) * kKinds + slot]
+  std::vector<std::int32_t> act_recv;       ///< [s * M + m]: RECV of the activation F(s, m) produced
+  std::vector<std::int32_t> grad_recv;      ///< [s * M + m]: RECV of the gradient B(s, m) produced
+  std::vector<PairQueue> pairs;             ///< [from * D + to]
   SimResult result;
 };
 
@@ -73,17 +78,22 @@ struct Simulator::Run {
   int D = 0, S = 0, M = 0;
   bool has_comm = false;
 
-  [[nodiscard]] const Op& op_at(std::int32_t id) const {
-    int d = st.dev[static_cast<std::size_t>(id)];
+  [[nodiscard]] int device_of(std::int32_t id) const {
+    auto it = std::upper_bound(st.offset.begin(), st.offset.begin() + D + 1, id);
+    return static_cast<int>(it - st.offset.begin()) - 1;
+  }
+  [[nodiscard]] const Op& op_at(int d, std::int32_t id) const {
     return plan.programs[static_cast<std::size_t>(d)][static_cast<std::size_t>(id - st.offset[static_cast<std::size_t>(d)])];
   }
+  [[nodiscard]] const Op& op_at(std::int32_t id) const { return op_at(device_of(id), id); }
   [[nodiscard]] std::string name(std::int32_t id) const {
-    int d = st.dev[static_cast<std::size_t>(id)];
-    return fmt::format("device {} op {} ({})", d, id - st.offset[static_cast<std::size_t>(d)], describe(op_at(id)));
+    const int d = device_of(id);
+    return fmt::format("device {} op {} ({})", d, id - st.offset[static_cast<std::size_t>(d)], describe(op_at(d, id)));
   }
   [[noreturn]] void malformed(const std::string& what) const {
     fail("cannot simulate the plan: {} (run `octoplan check PLAN.json` for a full report)", what);
   }
+  Node& node(std::int32_t id) { return st.node[static_cast<std::size_t>(id)]; }
 
   void check_input() const {
     if (D <= 0) malformed(fmt::format("devices = {} (expected > 0)", D));
@@ -101,13 +111,21 @@ struct Simulator::Run {
       fail("simulator input: static_bytes has {} entries (expected {})", in.static_bytes.size(), D);
     if (!in.memory_limit_bytes.empty() && static_cast<int>(in.memory_limit_bytes.size()) != D)
       fail("simulator input: memory_limit_bytes has {} entries (expected {})", in.memory_limit_bytes.size(), D);
+    auto time_ok = [](double t) { return t >= 0 && std::isfinite(t); };
     for (int s = 0; s < S; ++s) {
-      int d = plan.stages[static_cast<std::size_t>(s)].device;
+      const StageCost& c = in.stages[static_cast<std::size_t>(s)];
+      if (!time_ok(c.f_ms) || !time_ok(c.b_ms) || !time_ok(c.w_ms) || !time_ok(c.r_ms))
+        fail("simulator input: stage {} has a negative or non-finite op time", s);
+      const int d = plan.stages[static_cast<std::size_t>(s)].device;
       if (d < 0 || d >= D) malformed(fmt::format("stage {} on device {} (expected 0..{})", s, d, D - 1));
     }
+    if (!time_ok(in.op_overhead_ms)) fail("simulator input: op_overhead_ms must be finite and >= 0");
+    for (double lat : in.link_latency_ms)
+      if (!time_ok(lat)) fail("simulator input: link latencies must be finite and >= 0");
   }
 
   [[nodiscard]] double transfer(int from, int to, std::int64_t bytes) const {
+    if (bytes < 0) fail("a transfer {}->{} of {} bytes (expected >= 0)", from, to, bytes);
     if (bytes > 0 && !(in.bandwidth(from, to) > 0))
       fail("simulator input: link {}->{} has no bandwidth but carries {} bytes", from, to, bytes);
     return in.transfer_ms(from, to, bytes);
@@ -118,352 +136,304 @@ struct Simulator::Run {
   }
   /// B or BW of (s, m), whichever the plan has.
   [[nodiscard]] std::int32_t backward(int s, int m) const {
-    std::int32_t b = compute(s, m, OpKind::B);
+    const std::int32_t b = compute(s, m, OpKind::B);
     return b != kNone ? b : compute(s, m, OpKind::BW);
   }
 
-  /// Pass 1: op ids, devices, streams, (stage, mb, kind) index, comm grouping by device pair.
+  /// Matches a SEND and a RECV named by the k-th position of their pair; checks they carry the
+  /// same tensor between the right devices and records the RECV for its consumer.
+  void match(std::int32_t snd, int a, std::int32_t rcv, int b) {
+    const Op& so = op_at(a, snd);
+    const Op& ro = op_at(b, rcv);
+    if (so.tensor != ro.tensor || so.stage != ro.stage || so.mb != ro.mb || so.bytes != ro.bytes)
+      malformed(fmt::format("{} is matched with {} (the k-th SEND {}->{} must name the same tensor as the k-th "
+                            "RECV on {} from {})",
+                            name(snd), name(rcv), a, b, b, a));
+    const bool act = so.tensor == TensorKind::Activation;
+    const int consumer = act ? so.stage + 1 : so.stage - 1;
+    if (consumer < 0 || consumer >= S)
+      malformed(fmt::format("{}: stage {} has no {} neighbour", name(snd), so.stage, act ? "next" : "previous"));
+    if (plan.stages[static_cast<std::size_t>(so.stage)].device != a)
+      malformed(fmt::format("{}: the tensor is produced by stage {} on device {}", name(snd), so.stage,
+                            plan.stages[static_cast<std::size_t>(so.stage)].device));
+    if (plan.stages[static_cast<std::size_t>(consumer)].device != b)
+      malformed(fmt::format("{}: the tensor is consumed by stage {} on device {}", name(rcv), consumer,
+                            plan.stages[static_cast<std::size_t>(consumer)].device));
+    std::int32_t& slot = (act ? st.act_recv : st.grad_recv)[static_cast<std::size_t>(so.stage) * M + so.mb];
+    if (slot != kNone) malformed(fmt::format("{} is received twice (also {})", name(rcv), name(slot)));
+    slot = rcv;
+    Node& sn = node(snd);
+    Node& rn = node(rcv);
+    sn.partner = rcv;
+    rn.partner = snd;
+    sn.dur = rn.dur = transfer(a, b, so.bytes);
+  }
+
+  /// Pass 1 over all ops: ranges, the (stage, mb, kind) index, stream links, SEND/RECV matching.
   void index() {
     std::size_t n = 0;
     for (const auto& p : plan.programs) n += p.size();
     if (n >= static_cast<std::size_t>(INT32_MAX / 4)) malformed("too many ops");
     auto& s = st;
-    s.dev.resize(n);
-    s.dur.resize(n);
-    s.start.resize(n);
-    s.end.resize(n);
-    s.done.assign(n, 0);
+    s.node.assign(n, Node{});
     s.why.resize(n);
-    s.prev.resize(n);
-    s.partner.resize(n);
-    s.deps.assign(n * 3, kNone);
-    s.dep_delay.assign(n * 3, 0.0);
-    s.waiters.assign(n, kNone);
-    s.stream_ops.resize(n);
-    s.stream_begin.assign(static_cast<std::size_t>(2 * D + 1), 0);
+    s.chain.resize(n);
     s.offset.resize(static_cast<std::size_t>(D + 1));
+    s.head.assign(static_cast<std::size_t>(2 * D), kNone);
+    s.tail.assign(static_cast<std::size_t>(2 * D), kNone);
     s.compute_index.assign(static_cast<std::size_t>(S) * M * kKinds, kNone);
     s.act_recv.assign(static_cast<std::size_t>(S) * M, kNone);
     s.grad_recv.assign(static_cast<std::size_t>(S) * M, kNone);
-    const auto pairs = static_cast<std::size_t>(D) * D;
-    s.pair_count.assign(pairs, 0);
-    s.pair_send.assign(pairs + 1, 0);
-    s.pair_recv.assign(pairs + 1, 0);
+    s.pairs.assign(static_cast<std::size_t>(D) * D, PairQueue{});
+
+    s.offset[0] = 0;
+    for (int d = 0; d < D; ++d)
+      s.offset[static_cast<std::size_t>(d) + 1] =
+          s.offset[static_cast<std::size_t>(d)] + static_cast<std::int32_t>(plan.programs[static_cast<std::size_t>(d)].size());
 
     std::int32_t id = 0;
-    std::size_t sends = 0, recvs = 0;
     for (int d = 0; d < D; ++d) {
-      s.offset[static_cast<std::size_t>(d)] = id;
-      std::int32_t compute_count = 0, comm_count = 0;
       for (const Op& op : plan.programs[static_cast<std::size_t>(d)]) {
-        s.dev[static_cast<std::size_t>(id)] = d;
-        if (op.stage < 0 || op.stage >= S)
-          malformed(fmt::format("{}: stage out of range (expected 0..{})", name(id), S - 1));
-        if (op.mb < 0 || op.mb >= M)
-          malformed(fmt::format("{}: micro-batch out of range (expected 0..{})", name(id), M - 1));
-        if (is_comm(op.kind)) {
+        if (op.stage < 0 || op.stage >= S || op.mb < 0 || op.mb >= M) {
+          malformed(fmt::format("{}: {} out of range (expected stage 0..{}, micro-batch 0..{})", name(id),
+                                op.stage < 0 || op.stage >= S ? "stage" : "micro-batch", S - 1, M - 1));
+        }
+        const bool comm = is_comm(op.kind);
+        const auto stream = static_cast<std::size_t>(2 * d + (comm ? 1 : 0));
+        Node& nd = node(id);
+        nd.prev = s.tail[stream];
+        if (nd.prev == kNone) s.head[stream] = id;
+        else node(nd.prev).next = id;
+        s.tail[stream] = id;
+        if (comm) {
           has_comm = true;
-          ++comm_count;
-          if (op.peer < 0 || op.peer >= D || op.peer == d)
+          if (op.peer < 0 || op.peer >= D || op.peer == d) {
             malformed(fmt::format("{}: peer {} invalid (expected another device 0..{})", name(id), op.peer, D - 1));
-          if (op.kind == OpKind::Send) {
-            ++s.pair_send[static_cast<std::size_t>(d) * D + op.peer];
-            ++sends;
+          }
+          const bool send = op.kind == OpKind::Send;
+          PairQueue& q = s.pairs[send ? static_cast<std::size_t>(d) * D + op.peer
+                                      : static_cast<std::size_t>(op.peer) * D + d];
+          if (q.count > 0 && q.kind != op.kind) {  // pop the partner queued earlier
+            const std::int32_t other = q.head;
+            q.head = s.chain[static_cast<std::size_t>(other)];
+            --q.count;
+            if (send) match(id, d, other, op.peer);
+            else match(other, op.peer, id, d);
           } else {
-            ++s.pair_recv[static_cast<std::size_t>(op.peer) * D + d];
-            ++recvs;
+            s.chain[static_cast<std::size_t>(id)] = kNone;
+            if (q.count == 0) q.head = id;
+            else s.chain[static_cast<std::size_t>(q.tail)] = id;
+            q.tail = id;
+            q.kind = op.kind;
+            ++q.count;
           }
         } else {
-          ++compute_count;
-          if (plan.stages[static_cast<std::size_t>(op.stage)].device != d)
-            malformed(fmt::format("{}: stage {} is placed on device {}", name(id), op.stage,
-                                  plan.stages[static_cast<std::size_t>(op.stage)].device));
+          const Stage& stage = plan.stages[static_cast<std::size_t>(op.stage)];
           std::int32_t& slot =
               s.compute_index[(static_cast<std::size_t>(op.stage) * M + op.mb) * kKinds + compute_slot(op.kind)];
-          if (slot != kNone) malformed(fmt::format("{} appears twice (also {})", name(id), name(slot)));
+          if (stage.device != d || slot != kNone) {
+            if (stage.device != d)
+              malformed(fmt::format("{}: stage {} is placed on device {}", name(id), op.stage, stage.device));
+            malformed(fmt::format("{} appears twice (also {})", name(id), name(slot)));
+          }
           slot = id;
         }
         ++id;
       }
-      s.stream_begin[static_cast<std::size_t>(2 * d + 1)] = compute_count;
-      s.stream_begin[static_cast<std::size_t>(2 * d + 2)] = comm_count;
     }
-    s.offset[static_cast<std::size_t>(D)] = id;
-    for (std::size_t i = 1; i < s.stream_begin.size(); ++i) s.stream_begin[i] += s.stream_begin[i - 1];
-    if (sends != recvs) malformed(fmt::format("{} SENDs but {} RECVs", sends, recvs));
-
-    // Streams in list order, with each op's predecessor on its stream.
-    s.cursor.assign(s.stream_begin.begin(), s.stream_begin.end() - 1);
-    for (int d = 0; d < D; ++d) {
-      for (std::int32_t i = s.offset[static_cast<std::size_t>(d)]; i < s.offset[static_cast<std::size_t>(d) + 1]; ++i) {
-        const Op& op = op_at(i);
-        std::size_t stream = static_cast<std::size_t>(2 * d + (is_comm(op.kind) ? 1 : 0));
-        std::int32_t pos = s.cursor[stream]++;
-        s.stream_ops[static_cast<std::size_t>(pos)] = i;
-        s.prev[static_cast<std::size_t>(i)] =
-            pos > s.stream_begin[stream] ? s.stream_ops[static_cast<std::size_t>(pos - 1)] : kNone;
-      }
-    }
-
-    // Comm ops grouped by directed pair (k-th SEND a→b pairs with k-th RECV on b from a).
-    if (has_comm) {
-      std::int32_t acc_s = 0, acc_r = 0;
-      for (std::size_t p = 0; p < pairs; ++p) {
-        if (s.pair_send[p] != s.pair_recv[p])
-          malformed(fmt::format("device {} sends {} tensors to device {}, which receives {} from it",
-                                p / D, s.pair_send[p], p % D, s.pair_recv[p]));
-        std::int32_t cs = s.pair_send[p], cr = s.pair_recv[p];
-        s.pair_send[p] = acc_s;
-        s.pair_recv[p] = acc_r;
-        acc_s += cs;
-        acc_r += cr;
-      }
-      s.pair_send[pairs] = acc_s;
-      s.pair_recv[pairs] = acc_r;
-      s.pair_sends.resize(sends);
-      s.pair_recvs.resize(recvs);
-      // Fill using pair_count as a cursor.
-      for (int d = 0; d < D; ++d) {
-        for (std::int32_t i = s.stream_begin[static_cast<std::size_t>(2 * d + 1)];
-             i < s.stream_begin[static_cast<std::size_t>(2 * d + 2)]; ++i) {
-          std::int32_t op_id = s.stream_ops[static_cast<std::size_t>(i)];
-          const Op& op = op_at(op_id);
-          if (op.kind == OpKind::Send) {
-            std::size_t p = static_cast<std::size_t>(d) * D + op.peer;
-            s.pair_sends[static_cast<std::size_t>(s.pair_send[p] + s.pair_count[p]++)] = op_id;
-          }
-        }
-      }
-      std::fill(s.pair_count.begin(), s.pair_count.end(), 0);
-      for (int d = 0; d < D; ++d) {
-        for (std::int32_t i = s.stream_begin[static_cast<std::size_t>(2 * d + 1)];
-             i < s.stream_begin[static_cast<std::size_t>(2 * d + 2)]; ++i) {
-          std::int32_t op_id = s.stream_ops[static_cast<std::size_t>(i)];
-          const Op& op = op_at(op_id);
-          if (op.kind == OpKind::Recv) {
-            std::size_t p = static_cast<std::size_t>(op.peer) * D + d;
-            s.pair_recvs[static_cast<std::size_t>(s.pair_recv[p] + s.pair_count[p]++)] = op_id;
-          }
-        }
-      }
+    for (std::size_t p = 0; p < s.pairs.size(); ++p) {
+      const PairQueue& q = s.pairs[p];
+      if (q.count > 0)
+        malformed(fmt::format("{} has no matching {} (device {} sends {} more tensor(s) to device {} than it receives)",
+                              name(q.head), q.kind == OpKind::Send ? "RECV" : "SEND", p / D,
+                              q.kind == OpKind::Send ? "" : "fewer ", p % D));
     }
   }
 
-  /// Pass 2: match SEND/RECV, durations and data dependencies of every op.
+  /// Pass 2: durations and data dependencies of compute ops, producers of SENDs.
   void wire() {
     auto& s = st;
     const double overhead = in.op_overhead_ms;
-    // Comm ops.
-    if (has_comm) {
-      for (std::size_t k = 0; k < s.pair_sends.size(); ++k) {
-        std::int32_t snd = s.pair_sends[k], rcv = s.pair_recvs[k];
-        const Op& so = op_at(snd);
-        const Op& ro = op_at(rcv);
-        int a = s.dev[static_cast<std::size_t>(snd)], b = s.dev[static_cast<std::size_t>(rcv)];
-        if (so.tensor != ro.tensor || so.stage != ro.stage || so.mb != ro.mb || so.bytes != ro.bytes)
-          malformed(fmt::format("{} is matched with {} (the k-th SEND {}->{} must name the same tensor as the "
-                                "k-th RECV on {} from {})",
-                                name(snd), name(rcv), a, b, b, a));
-        // Producer and consumer.
-        std::int32_t producer = kNone;
-        int consumer_stage = 0;
-        if (so.tensor == TensorKind::Activation) {
-          producer = compute(so.stage, so.mb, OpKind::F);
-          consumer_stage = so.stage + 1;
-        } else {
-          producer = backward(so.stage, so.mb);
-          consumer_stage = so.stage - 1;
+    if (!has_comm) s.dep_delay.assign(s.node.size() * 3, 0.0);
+    for (int d = 0; d < D; ++d) {
+      std::int32_t id = s.offset[static_cast<std::size_t>(d)];
+      for (const Op& op : plan.programs[static_cast<std::size_t>(d)]) {
+        Node& nd = node(id);
+        if (op.kind == OpKind::Send) {
+          const std::int32_t producer = op.tensor == TensorKind::Activation ? compute(op.stage, op.mb, OpKind::F)
+                                                                            : backward(op.stage, op.mb);
+          if (producer == kNone) malformed(fmt::format("{}: the plan has no op producing it", name(id)));
+          nd.dep[0] = producer;
+        } else if (op.kind != OpKind::Recv) {
+          wire_compute(op, d, id, nd, overhead);
         }
-        if (consumer_stage < 0 || consumer_stage >= S)
-          malformed(fmt::format("{}: stage {} has no {} neighbour", name(snd), so.stage,
-                                so.tensor == TensorKind::Activation ? "next" : "previous"));
-        if (plan.stages[static_cast<std::size_t>(so.stage)].device != a)
-          malformed(fmt::format("{}: the tensor is produced by stage {} on device {}", name(snd), so.stage,
-                                plan.stages[static_cast<std::size_t>(so.stage)].device));
-        if (plan.stages[static_cast<std::size_t>(consumer_stage)].device != b)
-          malformed(fmt::format("{}: the tensor is consumed by stage {} on device {}", name(rcv), consumer_stage,
-                                plan.stages[static_cast<std::size_t>(consumer_stage)].device));
-        if (producer == kNone)
-          malformed(fmt::format("{}: the plan has no op producing it", name(snd)));
-        std::int32_t& slot = (so.tensor == TensorKind::Activation ? s.act_recv : s.grad_recv)
-            [static_cast<std::size_t>(so.stage) * M + so.mb];
-        if (slot != kNone) malformed(fmt::format("{} is received twice (also {})", name(rcv), name(slot)));
-        slot = rcv;
-        s.partner[static_cast<std::size_t>(snd)] = rcv;
-        s.partner[static_cast<std::size_t>(rcv)] = snd;
-        s.deps[static_cast<std::size_t>(snd) * 3] = producer;
-        double t = transfer(a, b, so.bytes);
-        s.dur[static_cast<std::size_t>(snd)] = t;
-        s.dur[static_cast<std::size_t>(rcv)] = t;
+        ++id;
       }
-    }
-    // Compute ops.
-    for (std::int32_t id = 0; id < s.offset[static_cast<std::size_t>(D)]; ++id) {
-      const Op& op = op_at(id);
-      if (is_comm(op.kind)) continue;
-      const StageCost& c = in.stages[static_cast<std::size_t>(op.stage)];
-      const Stage& stage = plan.stages[static_cast<std::size_t>(op.stage)];
-      int d = s.dev[static_cast<std::size_t>(id)];
-      std::int32_t* dep = &s.deps[static_cast<std::size_t>(id) * 3];
-      double* delay = &s.dep_delay[static_cast<std::size_t>(id) * 3];
-      int nd = 0;
-      auto need = [&](std::int32_t dep_id, int s2, int m2, OpKind k2) {
-        if (dep_id == kNone)
-          malformed(fmt::format("{} needs {} mb{} s{}, which the plan does not have", name(id), to_string(k2), m2, s2));
-        dep[nd++] = dep_id;
-      };
-      // A dependency on stage `from` (adjacent to op.stage) for tensor `t`.
-      auto cross = [&](int from, TensorKind t, OpKind producer_kind) {
-        std::int32_t producer =
-            producer_kind == OpKind::F ? compute(from, op.mb, OpKind::F) : backward(from, op.mb);
-        int pd = plan.stages[static_cast<std::size_t>(from)].device;
-        if (pd == d || !has_comm) {
-          need(producer, from, op.mb, producer_kind);
-          if (pd != d) delay[nd - 1] = transfer(pd, d, in.stages[static_cast<std::size_t>(std::min(from, op.stage))].out_bytes);
-          return;
-        }
-        std::int32_t r = (t == TensorKind::Activation ? s.act_recv : s.grad_recv)[static_cast<std::size_t>(from) * M + op.mb];
-        if (r == kNone || s.dev[static_cast<std::size_t>(r)] != d)
-          malformed(fmt::format("{} needs the {} of stage {} mb{} from device {}, but device {} has no RECV for it",
-                                name(id), to_string(t), from, op.mb, pd, d));
-        dep[nd++] = r;
-      };
-      double dur = overhead;
-      switch (op.kind) {
-        case OpKind::F:
-          dur += c.f_ms;
-          if (op.stage > 0) cross(op.stage - 1, TensorKind::Activation, OpKind::F);
-          break;
-        case OpKind::B:
-        case OpKind::BW:
-          dur += c.b_ms + (op.kind == OpKind::BW ? c.w_ms : 0.0);
-          need(compute(op.stage, op.mb, OpKind::F), op.stage, op.mb, OpKind::F);
-          if (op.stage + 1 < S) cross(op.stage + 1, TensorKind::Gradient, OpKind::B);
-          if (stage.recompute) need(compute(op.stage, op.mb, OpKind::R), op.stage, op.mb, OpKind::R);
-          if (op.kind == OpKind::BW && compute(op.stage, op.mb, OpKind::B) != kNone)
-            malformed(fmt::format("{}: the plan has both B and BW for it", name(id)));
-          break;
-        case OpKind::W:
-          dur += c.w_ms;
-          need(compute(op.stage, op.mb, OpKind::B), op.stage, op.mb, OpKind::B);
-          break;
-        case OpKind::R:
-          dur += c.r_ms;
-          if (!stage.recompute) malformed(fmt::format("{}: stage {} does not recompute", name(id), op.stage));
-          need(compute(op.stage, op.mb, OpKind::F), op.stage, op.mb, OpKind::F);
-          break;
-        default: break;
-      }
-      s.dur[static_cast<std::size_t>(id)] = dur;
-      s.partner[static_cast<std::size_t>(id)] = kNone;
     }
   }
 
-  void wait(std::int32_t op, std::int32_t stream) {
-    st.next_waiter[static_cast<std::size_t>(stream)] = st.waiters[static_cast<std::size_t>(op)];
-    st.waiters[static_cast<std::size_t>(op)] = stream;
+  void wire_compute(const Op& op, int d, std::int32_t id, Node& nd, double overhead) {
+    auto& s = st;
+    const StageCost& c = in.stages[static_cast<std::size_t>(op.stage)];
+    const Stage& stage = plan.stages[static_cast<std::size_t>(op.stage)];
+    int count = 0;
+    auto need = [&](std::int32_t dep, int s2, OpKind k2) {
+      if (dep == kNone)
+        malformed(fmt::format("{} needs {} mb{} s{}, which the plan does not have", name(id), to_string(k2), op.mb, s2));
+      nd.dep[count++] = dep;
+    };
+    // The input from adjacent stage `from`: local, through a RECV, or (compute-only plans) direct
+    // with an ideal transfer.
+    auto cross = [&](int from, TensorKind t) {
+      const bool act = t == TensorKind::Activation;
+      const std::int32_t producer = act ? compute(from, op.mb, OpKind::F) : backward(from, op.mb);
+      const int pd = plan.stages[static_cast<std::size_t>(from)].device;
+      if (pd == d || !has_comm) {
+        need(producer, from, act ? OpKind::F : OpKind::B);
+        if (pd != d)
+          s.dep_delay[static_cast<std::size_t>(id) * 3 + count - 1] =
+              transfer(pd, d, in.stages[static_cast<std::size_t>(std::min(from, op.stage))].out_bytes);
+        return;
+      }
+      const std::int32_t r = (act ? s.act_recv : s.grad_recv)[static_cast<std::size_t>(from) * M + op.mb];
+      if (r == kNone)
+        malformed(fmt::format("{} needs the {} of stage {} mb{} from device {}, but device {} has no RECV for it",
+                              name(id), to_string(t), from, op.mb, pd, d));
+      nd.dep[count++] = r;
+    };
+    double dur = overhead;
+    switch (op.kind) {
+      case OpKind::F:
+        dur += c.f_ms;
+        if (op.stage > 0) cross(op.stage - 1, TensorKind::Activation);
+        break;
+      case OpKind::B:
+      case OpKind::BW:
+        dur += c.b_ms + (op.kind == OpKind::BW ? c.w_ms : 0.0);
+        need(compute(op.stage, op.mb, OpKind::F), op.stage, OpKind::F);
+        if (op.stage + 1 < S) cross(op.stage + 1, TensorKind::Gradient);
+        if (stage.recompute) need(compute(op.stage, op.mb, OpKind::R), op.stage, OpKind::R);
+        if (op.kind == OpKind::BW && compute(op.stage, op.mb, OpKind::B) != kNone)
+          malformed(fmt::format("{}: the plan has both B and BW for it", name(id)));
+        break;
+      case OpKind::W:
+        dur += c.w_ms;
+        need(compute(op.stage, op.mb, OpKind::B), op.stage, OpKind::B);
+        break;
+      case OpKind::R:
+        dur += c.r_ms;
+        if (!stage.recompute) malformed(fmt::format("{}: stage {} does not recompute", name(id), op.stage));
+        need(compute(op.stage, op.mb, OpKind::F), op.stage, OpKind::F);
+        break;
+      default: break;
+    }
+    nd.dur = dur;
   }
-  void wake(std::int32_t op) {
-    std::int32_t w = st.waiters[static_cast<std::size_t>(op)];
-    st.waiters[static_cast<std::size_t>(op)] = kNone;
+
+  void wait(std::int32_t op, std::int32_t stream) {
+    Node& n = node(op);
+    st.next_waiter[static_cast<std::size_t>(stream)] = n.waiters;
+    n.waiters = stream;
+  }
+  void wake(Node& n) {
+    std::int32_t w = n.waiters;
+    n.waiters = kNone;
     while (w != kNone) {
       st.stack.push_back(w);
       w = st.next_waiter[static_cast<std::size_t>(w)];
     }
   }
 
-  /// Start time from the stream predecessor and dependencies; ties keep the earlier candidate.
-  struct Latest {
-    double t = 0;
-    std::int32_t why = kNone;
-    void offer(double time, std::int32_t op) {
-      if (time > t || (why == kNone && op != kNone && time >= t)) {
-        t = time;
-        why = op;
-      }
-    }
-  };
-
-  /// Advances `stream` as far as its head ops can run.
+  /// Advances `stream` as far as its head ops can run. A start is the latest end among the
+  /// stream predecessor(s) and the data dependencies; on a tie the data dependency is named the
+  /// cause, so the critical path follows the data through the pipeline.
   void advance(std::int32_t stream) {
     auto& s = st;
-    const std::int32_t stop = s.stream_begin[static_cast<std::size_t>(stream) + 1];
+    Node* const nodes = s.node.data();
+    const double* const delay = has_comm ? nullptr : s.dep_delay.data();
     std::int32_t& cur = s.cursor[static_cast<std::size_t>(stream)];
-    while (cur < stop) {
-      const std::int32_t op = s.stream_ops[static_cast<std::size_t>(cur)];
-      const auto o = static_cast<std::size_t>(op);
-      if (s.done[o]) {  // a RECV fired by its SEND's stream (or the reverse)
-        ++cur;
+    while (cur != kNone) {
+      const std::int32_t op = cur;
+      Node& n = nodes[op];
+      if (n.end >= 0) {  // a RECV fired by its SEND's stream (or the reverse)
+        cur = n.next;
         continue;
       }
-      Latest at;
-      if (s.prev[o] != kNone) at.offer(s.end[static_cast<std::size_t>(s.prev[o])], s.prev[o]);
-      const std::int32_t mate = s.partner[o];
-      if (mate == kNone) {
+      double t = 0;
+      std::int32_t why = kNone;
+      if (n.prev != kNone) {
+        t = nodes[n.prev].end;
+        why = n.prev;
+      }
+      if (n.partner == kNone) {
         for (int k = 0; k < 3; ++k) {
-          std::int32_t dep = s.deps[o * 3 + k];
+          const std::int32_t dep = n.dep[k];
           if (dep == kNone) break;
-          if (!s.done[static_cast<std::size_t>(dep)]) return wait(dep, stream);
-          at.offer(s.end[static_cast<std::size_t>(dep)] + s.dep_delay[o * 3 + k], dep);
+          const Node& dn = nodes[dep];
+          if (dn.end < 0) return wait(dep, stream);
+          const double e = delay ? dn.end + delay[static_cast<std::size_t>(op) * 3 + k] : dn.end;
+          if (e >= t) {
+            t = e;
+            why = dep;
+          }
         }
-        s.start[o] = at.t;
-        s.end[o] = at.t + s.dur[o];
-        s.why[o] = at.why;
-        s.done[o] = 1;
-        ++cur;
-        wake(op);
+        n.end = t + n.dur;
+        s.why[static_cast<std::size_t>(op)] = why;
+        cur = n.next;
+        wake(n);
         continue;
       }
       // Rendezvous: the partner must be at the head of its comm stream, the SEND's data ready.
-      const auto m = static_cast<std::size_t>(mate);
-      const std::int32_t mate_prev = s.prev[m];
-      if (mate_prev != kNone) {
-        if (!s.done[static_cast<std::size_t>(mate_prev)]) return wait(mate_prev, stream);
-        at.offer(s.end[static_cast<std::size_t>(mate_prev)], mate_prev);
+      Node& m = nodes[n.partner];
+      if (m.prev != kNone) {
+        const Node& mp = nodes[m.prev];
+        if (mp.end < 0) return wait(m.prev, stream);
+        if (mp.end > t || why == kNone) {
+          t = mp.end;
+          why = m.prev;
+        }
       }
-      const std::size_t snd = s.deps[o * 3] != kNone ? o : m;  // only a SEND has a producer
-      const std::int32_t producer = s.deps[snd * 3];
-      if (!s.done[static_cast<std::size_t>(producer)]) return wait(producer, stream);
-      at.offer(s.end[static_cast<std::size_t>(producer)], producer);
-      for (std::size_t x : {o, m}) {
-        s.start[x] = at.t;
-        s.end[x] = at.t + s.dur[x];
-        s.why[x] = at.why;
-        s.done[x] = 1;
+      const std::int32_t producer = n.dep[0] != kNone ? n.dep[0] : m.dep[0];  // only a SEND has one
+      const Node& pn = nodes[producer];
+      if (pn.end < 0) return wait(producer, stream);
+      if (pn.end >= t) {
+        t = pn.end;
+        why = producer;
       }
-      ++cur;
-      wake(op);
-      wake(mate);
+      n.end = m.end = t + n.dur;
+      s.why[static_cast<std::size_t>(op)] = s.why[static_cast<std::size_t>(n.partner)] = why;
+      cur = n.next;
+      wake(n);
+      wake(m);
     }
   }
 
   void execute() {
     auto& s = st;
     const auto streams = static_cast<std::size_t>(2 * D);
-    s.cursor.assign(s.stream_begin.begin(), s.stream_begin.end() - 1);
+    s.cursor.assign(s.head.begin(), s.head.end());
     s.next_waiter.assign(streams, kNone);
     s.stack.clear();
     for (std::size_t i = streams; i-- > 0;) s.stack.push_back(static_cast<std::int32_t>(i));
     while (!s.stack.empty()) {
-      std::int32_t stream = s.stack.back();
+      const std::int32_t stream = s.stack.back();
       s.stack.pop_back();
       advance(stream);
     }
     for (std::size_t i = 0; i < streams; ++i) {
-      if (s.cursor[i] < s.stream_begin[i + 1]) report_deadlock();
+      if (s.cursor[i] != kNone) report_deadlock();
     }
   }
 
   [[noreturn]] void report_deadlock() const {
-    DeadlockReport report = check_deadlock(plan);
+    const DeadlockReport report = check_deadlock(plan);
     if (report.deadlock && !report.message.empty())
       fail("the plan cannot run to completion: {} (run `octoplan check PLAN.json`)", report.message);
     std::string heads;
     for (std::size_t i = 0; i < static_cast<std::size_t>(2 * D); ++i) {
-      if (st.cursor[i] >= st.stream_begin[i + 1]) continue;
+      if (st.cursor[i] == kNone) continue;
       if (!heads.empty()) heads += "; ";
-      heads += fmt::format("{} stream stuck at {}", i % 2 ? "comm" : "compute",
-                           name(st.stream_ops[static_cast<std::size_t>(st.cursor[i])]));
+      heads += fmt::format("{} stream stuck at {}", i % 2 ? "comm" : "compute", name(st.cursor[i]));
     }
     fail("the plan cannot run to completion (deadlock): {} (run `octoplan check PLAN.json` for the wait cycle)",
          heads);
@@ -478,8 +448,9 @@ struct Simulator::Run {
     r.makespan_ms = 0;
     std::int32_t last = kNone;
     for (std::int32_t i = 0; i < n; ++i) {
-      if (last == kNone || s.end[static_cast<std::size_t>(i)] > r.makespan_ms) {
-        r.makespan_ms = s.end[static_cast<std::size_t>(i)];
+      const double e = s.node[static_cast<std::size_t>(i)].end;
+      if (last == kNone || e > r.makespan_ms) {
+        r.makespan_ms = e;
         last = i;
       }
     }
@@ -493,9 +464,9 @@ struct Simulator::Run {
       dm.memory_limit_bytes = in.memory_limit_bytes.empty() ? 0 : in.memory_limit_bytes[static_cast<std::size_t>(d)];
       std::int64_t live = 0, peak = 0;
       int live_mb = 0, peak_mb = 0;
-      for (std::int32_t i = s.offset[static_cast<std::size_t>(d)]; i < s.offset[static_cast<std::size_t>(d) + 1]; ++i) {
-        const Op& op = op_at(i);
-        const double dur = s.dur[static_cast<std::size_t>(i)];
+      std::int32_t id = s.offset[static_cast<std::size_t>(d)];
+      for (const Op& op : plan.programs[static_cast<std::size_t>(d)]) {
+        const double dur = s.node[static_cast<std::size_t>(id++)].dur;
         if (is_comm(op.kind)) {
           ++dm.comm_ops;
           dm.comm_ms += dur;
@@ -544,7 +515,7 @@ struct Simulator::Run {
     r.critical_path.clear();
     if (options.critical_path) {
       for (std::int32_t i = last; i != kNone; i = s.why[static_cast<std::size_t>(i)]) {
-        const int d = s.dev[static_cast<std::size_t>(i)];
+        const int d = device_of(i);
         r.critical_path.push_back(OpRef{d, i - s.offset[static_cast<std::size_t>(d)]});
       }
       std::reverse(r.critical_path.begin(), r.critical_path.end());
@@ -556,8 +527,10 @@ struct Simulator::Run {
         auto& t = r.timeline[static_cast<std::size_t>(d)];
         const std::int32_t b = s.offset[static_cast<std::size_t>(d)], e = s.offset[static_cast<std::size_t>(d) + 1];
         t.resize(static_cast<std::size_t>(e - b));
-        for (std::int32_t i = b; i < e; ++i)
-          t[static_cast<std::size_t>(i - b)] = OpSpan{s.start[static_cast<std::size_t>(i)], s.end[static_cast<std::size_t>(i)]};
+        for (std::int32_t i = b; i < e; ++i) {
+          const Node& nd = s.node[static_cast<std::size_t>(i)];
+          t[static_cast<std::size_t>(i - b)] = OpSpan{nd.end - nd.dur, nd.end};
+        }
       }
     }
   }
