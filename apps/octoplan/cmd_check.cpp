@@ -2,11 +2,11 @@
 // transport's rendezvous semantics, and memory against the device limit. Exit 0 only for a valid
 // plan; otherwise every problem is printed (devices and ops named, the wait cycle of a deadlock).
 
-#include <string>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "command.hpp"
 #include "core/error.hpp"
@@ -38,11 +38,15 @@ int run(const CheckArgs& a) {
     for (const auto& op : program) (octo::is_comm(op.kind) ? comm : compute) += 1;
 
   fmt::print("Plan {}: {}{} devices, {} stages, {} micro-batches, {} ops ({} compute, {} comm)\n", a.plan,
-             plan.method.empty() ? "" : plan.method + ", ", plan.devices, plan.stages.size(), plan.microbatches,
-             compute + comm, compute, comm);
+             plan.method.empty() ? "" : plan.method + ", ", plan.devices, plan.stages.size(),
+             plan.microbatches, compute + comm, compute, comm);
   fmt::print("  structure and op counts: {}\n", r.structure_ok ? "ok" : "INVALID");
-  fmt::print("  deadlock freedom:        {}\n", !r.structure_ok ? "not checked" : r.deadlock_free ? "ok" : "DEADLOCK");
-  fmt::print("  memory:                  {}\n", !r.sim ? "not checked" : r.fits_memory ? "fits" : "EXCEEDS THE LIMIT");
+  fmt::print("  deadlock freedom:        {}\n", !r.structure_ok   ? "not checked"
+                                                : r.deadlock_free ? "ok"
+                                                                  : "DEADLOCK");
+  fmt::print("  memory:                  {}\n", !r.sim          ? "not checked"
+                                                : r.fits_memory ? "fits"
+                                                                : "EXCEEDS THE LIMIT");
   if (r.sim) {
     fmt::print("  predicted iteration time {:.3f} ms, bubble {:.2f} %\n", r.sim->makespan_ms,
                100.0 * r.sim->bubble_ratio);
@@ -74,7 +78,8 @@ int run(const CheckArgs& a) {
     fmt::print("\n{}: valid\n", a.plan);
     return 0;
   }
-  fmt::print(stderr, "\n{}: INVALID ({} problem{}):\n", a.plan, r.problems.size(), r.problems.size() == 1 ? "" : "s");
+  fmt::print(stderr, "\n{}: INVALID ({} problem{}):\n", a.plan, r.problems.size(),
+             r.problems.size() == 1 ? "" : "s");
   for (const std::string& p : r.problems) fmt::print(stderr, "  - {}\n", p);
   return 1;
 }
@@ -82,8 +87,9 @@ int run(const CheckArgs& a) {
 Runner setup(CLI::App& app) {
   static CheckArgs args;
   CLI::App* cmd = app.add_subcommand(
-      "check", "Check that a plan file is runnable: structure and op counts, every SEND with its RECV, no deadlock "
-               "(rendezvous point-to-point in issue order), memory within the device limit. Exit 0 only if valid");
+      "check",
+      "Check that a plan file is runnable: structure and op counts, every SEND with its RECV, no deadlock "
+      "(rendezvous point-to-point in issue order), memory within the device limit. Exit 0 only if valid");
   cmd->add_option("plan", args.plan, "Plan file (JSON)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the device's memory)")

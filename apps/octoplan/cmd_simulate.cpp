@@ -1,13 +1,13 @@
 // octoplan simulate: re-simulates any plan file with the costs embedded in it and prints the
 // iteration time, bubble, throughput, per-device busy/idle/memory and the head of the critical path.
 
-#include <algorithm>
-#include <cmath>
-#include <string>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "command.hpp"
 #include "core/error.hpp"
@@ -40,9 +40,11 @@ int run(const SimulateArgs& a) {
   std::string trace_text;
   if (!a.trace.empty()) trace_text = octo::trace_json(octo::sim_timeline(plan, r)).dump() + "\n";
 
-  fmt::print("Plan {}: {}{} pipeline devices (tp {}, dp {}), {} stages, {} micro-batches of {} x {} tokens, {} ops\n",
-             a.plan, plan.method.empty() ? "" : plan.method + ", ", plan.devices, plan.tp, plan.dp, plan.stages.size(),
-             plan.microbatches, plan.micro_batch, plan.seq, r.ops);
+  fmt::print(
+      "Plan {}: {}{} pipeline devices (tp {}, dp {}), {} stages, {} micro-batches of {} x {} tokens, {} "
+      "ops\n",
+      a.plan, plan.method.empty() ? "" : plan.method + ", ", plan.devices, plan.tp, plan.dp,
+      plan.stages.size(), plan.microbatches, plan.micro_batch, plan.seq, r.ops);
   fmt::print("\niteration time  {:.3f} ms\n", r.makespan_ms);
   fmt::print("bubble          {:.2f} %\n", 100.0 * r.bubble_ratio);
   fmt::print("throughput      {:.0f} tokens/s\n", r.tokens_per_s);
@@ -50,18 +52,20 @@ int run(const SimulateArgs& a) {
   if (plan.predicted.is_object() && plan.predicted.contains("iteration_time_ms")) {
     const double stored = plan.predicted["iteration_time_ms"].get<double>();
     if (std::abs(stored - r.makespan_ms) > 1e-6 * std::max(1.0, std::abs(stored)))
-      fmt::print("note: the plan file predicted {:.3f} ms (it was made with other costs or another simulator)\n",
-                 stored);
+      fmt::print(
+          "note: the plan file predicted {:.3f} ms (it was made with other costs or another simulator)\n",
+          stored);
   }
 
-  fmt::print("\n{:>6}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}  {:>9}  {:>5}\n", "device", "busy ms", "idle ms",
-             "comm ms", "memory GiB", "limit GiB", "live mbs", "fits");
+  fmt::print("\n{:>6}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}  {:>9}  {:>5}\n", "device", "busy ms",
+             "idle ms", "comm ms", "memory GiB", "limit GiB", "live mbs", "fits");
   for (std::size_t d = 0; d < r.devices.size(); ++d) {
     const octo::DeviceMetrics& m = r.devices[d];
     const bool fits = m.memory_limit_bytes <= 0 || m.peak_memory_bytes <= m.memory_limit_bytes;
-    fmt::print("{:>6}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>11.2f}  {:>11.2f}  {:>9}  {:>5}\n", d, m.busy_ms, m.idle_ms,
-               m.comm_ms, static_cast<double>(m.peak_memory_bytes) / kGiB,
-               static_cast<double>(m.memory_limit_bytes) / kGiB, m.peak_live_microbatches, fits ? "yes" : "NO");
+    fmt::print("{:>6}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>11.2f}  {:>11.2f}  {:>9}  {:>5}\n", d, m.busy_ms,
+               m.idle_ms, m.comm_ms, static_cast<double>(m.peak_memory_bytes) / kGiB,
+               static_cast<double>(m.memory_limit_bytes) / kGiB, m.peak_live_microbatches,
+               fits ? "yes" : "NO");
   }
 
   const std::size_t shown = std::min(a.path_lines, r.critical_path.size());
@@ -69,7 +73,8 @@ int run(const SimulateArgs& a) {
              shown < r.critical_path.size() ? fmt::format(", first {}", shown) : std::string());
   for (std::size_t i = 0; i < shown; ++i) {
     const octo::OpRef ref = r.critical_path[i];
-    const octo::OpSpan s = r.timeline[static_cast<std::size_t>(ref.device)][static_cast<std::size_t>(ref.index)];
+    const octo::OpSpan s =
+        r.timeline[static_cast<std::size_t>(ref.device)][static_cast<std::size_t>(ref.index)];
     fmt::print("  {:>10.3f} - {:>10.3f} ms  {}\n", s.start_ms, s.end_ms, octo::describe(plan, ref));
   }
 
@@ -91,10 +96,12 @@ int run(const SimulateArgs& a) {
 Runner setup(CLI::App& app) {
   static SimulateArgs args;
   CLI::App* cmd = app.add_subcommand(
-      "simulate", "Re-simulate a plan file with its embedded inputs: iteration time, bubble, tokens/s, per-device "
-                  "busy/idle time and peak memory, critical path");
+      "simulate",
+      "Re-simulate a plan file with its embedded inputs: iteration time, bubble, tokens/s, per-device "
+      "busy/idle time and peak memory, critical path");
   cmd->add_option("plan", args.plan, "Plan file (JSON)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace (JSON)");
+  cmd->add_option("--trace", args.trace,
+                  "Also write the simulated timeline as a Chrome/Perfetto trace (JSON)");
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the device's memory)")
       ->check(CLI::PositiveNumber);

@@ -30,11 +30,12 @@ void check_valid_structure(const Plan& plan, const SimInput* input, CheckResult&
   for (std::size_t d = 0; d < out.sim->devices.size(); ++d) {
     const DeviceMetrics& m = out.sim->devices[d];
     if (m.memory_limit_bytes > 0 && m.peak_memory_bytes > m.memory_limit_bytes) {
-      out.problems.push_back(fmt::format(
-          "device {}: peak memory {:.2f} GiB exceeds the limit of {:.2f} GiB (static {:.2f} GiB + activations "
-          "{:.2f} GiB of up to {} micro-batches)",
-          d, gib(m.peak_memory_bytes), gib(m.memory_limit_bytes), gib(m.static_bytes),
-          gib(m.peak_activation_bytes), m.peak_live_microbatches));
+      out.problems.push_back(
+          fmt::format("device {}: peak memory {:.2f} GiB exceeds the limit of {:.2f} GiB (static {:.2f} GiB "
+                      "+ activations "
+                      "{:.2f} GiB of up to {} micro-batches)",
+                      d, gib(m.peak_memory_bytes), gib(m.memory_limit_bytes), gib(m.static_bytes),
+                      gib(m.peak_activation_bytes), m.peak_live_microbatches));
     }
   }
 }
@@ -55,7 +56,8 @@ CheckResult check_plan(const Plan& plan, double memory_limit_gib) {
   std::vector<std::string> input_problems;
   if (!plan.model_yaml.empty()) {
     try {
-      validation.model_layers = static_cast<int>(parse_model(plan.model_yaml, "<plan-embedded model>").layers.size());
+      validation.model_layers =
+          static_cast<int>(parse_model(plan.model_yaml, "<plan-embedded model>").layers.size());
     } catch (const Error&) {
       // reported below by make_sim_input with the full message
     }

@@ -16,7 +16,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 /// GB/s (1e9 bytes per second) → bytes per ms.
 double bytes_per_ms(double gbs) { return gbs * 1e6; }
 
-std::int64_t seq_of(const Plan& plan, const ModelSpec& model) { return plan.seq > 0 ? plan.seq : model.seq_len; }
+std::int64_t seq_of(const Plan& plan, const ModelSpec& model) {
+  return plan.seq > 0 ? plan.seq : model.seq_len;
+}
 
 /// Everything but the memory limit, shared by both builders.
 SimInput build(const Plan& plan, const ModelSpec& model, ClusterSpec cluster, const CostProfile& costs) {
@@ -72,9 +74,9 @@ void SimInput::set_uniform_links(double bandwidth_bytes_per_ms, double latency) 
 
 double param_state_bytes(DType dtype, int dp) {
   const double weights = dtype_bytes(dtype);
-  const double grad = 4;                                    // fp32 gradient
+  const double grad = 4;                                   // fp32 gradient
   const double master = dtype == DType::FP32 ? 0.0 : 4.0;  // fp32 master copy
-  const double adam = 8;                                    // two fp32 moments
+  const double adam = 8;                                   // two fp32 moments
   return weights + grad + (master + adam) / std::max(dp, 1);
 }
 
@@ -84,9 +86,10 @@ std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<S
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const Stage& st = stages[s];
     if (st.first_layer < 0 || st.end_layer > layers || st.first_layer >= st.end_layer) {
-      fail("stage {}: layers [{}, {}) do not fit the cost profile {} (expected a non-empty range within "
-           "[0, {}))",
-           s, st.first_layer, st.end_layer, costs.origin, layers);
+      fail(
+          "stage {}: layers [{}, {}) do not fit the cost profile {} (expected a non-empty range within "
+          "[0, {}))",
+          s, st.first_layer, st.end_layer, costs.origin, layers);
     }
     StageCost& c = out[s];
     for (int l = st.first_layer; l < st.end_layer; ++l) {
@@ -100,7 +103,8 @@ std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<S
       c.params += lc.params;
     }
     c.out_bytes = costs.layers[static_cast<std::size_t>(st.end_layer - 1)].output_bytes;
-    c.in_bytes = st.first_layer > 0 ? costs.layers[static_cast<std::size_t>(st.first_layer - 1)].output_bytes : 0;
+    c.in_bytes =
+        st.first_layer > 0 ? costs.layers[static_cast<std::size_t>(st.first_layer - 1)].output_bytes : 0;
   }
   return out;
 }
@@ -128,12 +132,14 @@ SimInput make_sim_input(const Plan& plan, const PlannerInputs& inputs) {
 
 SimInput make_sim_input(const Plan& plan, double memory_limit_gib) {
   auto name = [](const std::string& source, const char* what) {
-    return source.empty() ? fmt::format("<plan: embedded {}>", what) : fmt::format("<plan: embedded {}>", source);
+    return source.empty() ? fmt::format("<plan: embedded {}>", what)
+                          : fmt::format("<plan: embedded {}>", source);
   };
   if (plan.model_yaml.empty()) fail("plan: no embedded model (a plan file must carry its inputs)");
   ModelSpec model = parse_model(plan.model_yaml, name(plan.model_source, "model"));
-  ClusterSpec cluster = plan.cluster_yaml.empty() ? default_cluster()
-                                                  : parse_cluster(plan.cluster_yaml, name(plan.cluster_source, "cluster"));
+  ClusterSpec cluster = plan.cluster_yaml.empty()
+                            ? default_cluster()
+                            : parse_cluster(plan.cluster_yaml, name(plan.cluster_source, "cluster"));
   CostProfile costs;
   if (plan.costs_yaml.empty()) {
     EstimateOptions eo;

@@ -31,12 +31,12 @@ struct SimInput {
   int devices = 0;
   std::vector<StageCost> stages;  ///< one per plan stage
   /// Directed links, flat devices × devices matrix indexed [from * devices + to].
-  std::vector<double> link_bandwidth;   ///< bytes per ms; <= 0 only allowed for 0-byte transfers
+  std::vector<double> link_bandwidth;  ///< bytes per ms; <= 0 only allowed for 0-byte transfers
   std::vector<double> link_latency_ms;
   std::vector<std::int64_t> static_bytes;        ///< per device: weights, grads, optimizer state
   std::vector<std::int64_t> memory_limit_bytes;  ///< per device; 0 = no limit
-  double op_overhead_ms = 0;          ///< added to every compute op
-  double tokens_per_iteration = 0;    ///< all DP replicas: microbatches × micro_batch × seq × dp
+  double op_overhead_ms = 0;                     ///< added to every compute op
+  double tokens_per_iteration = 0;  ///< all DP replicas: microbatches × micro_batch × seq × dp
 
   [[nodiscard]] double bandwidth(int from, int to) const {
     return link_bandwidth[static_cast<std::size_t>(from) * devices + to];
@@ -62,8 +62,8 @@ struct SimInput {
 
 /// Static memory per device: Σ over the device's stages of params × bytes_per_param.
 [[nodiscard]] std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,
-                                                                const std::vector<Stage>& stages,
-                                                                int devices, double bytes_per_param);
+                                                                const std::vector<Stage>& stages, int devices,
+                                                                double bytes_per_param);
 
 /// Builds the simulator input for `plan` (its stages, devices, tp, dp, micro_batch, seq) from
 /// already-loaded inputs. Links: cluster.link(a, b) (intra vs inter node), overridden by the

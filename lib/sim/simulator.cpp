@@ -1,9 +1,9 @@
 #include "sim/simulator.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
@@ -16,25 +16,31 @@ constexpr std::int32_t kNone = -1;
 
 int compute_slot(OpKind k) {
   switch (k) {
-    case OpKind::F: return 0;
-    case OpKind::B: return 1;
-    case OpKind::W: return 2;
-    case OpKind::BW: return 3;
-    case OpKind::R: return 4;
-    default: return -1;
+    case OpKind::F:
+      return 0;
+    case OpKind::B:
+      return 1;
+    case OpKind::W:
+      return 2;
+    case OpKind::BW:
+      return 3;
+    case OpKind::R:
+      return 4;
+    default:
+      return -1;
   }
 }
 
 /// The per-op data the event loop touches, in one cache line's worth (48 bytes): an op's
 /// dependencies, stream links and times are read together.
 struct Node {
-  double end = -1;                          ///< < 0 until the op has run
+  double end = -1;  ///< < 0 until the op has run
   double dur = 0;
   std::int32_t dep[3] = {kNone, kNone, kNone};  ///< compute: data deps; SEND: dep[0] = producer
-  std::int32_t prev = kNone;                ///< previous op on the same stream
-  std::int32_t next = kNone;                ///< next op on the same stream
-  std::int32_t partner = kNone;             ///< comm: the matched SEND/RECV
-  std::int32_t waiters = kNone;             ///< head of the list of streams waiting for this op
+  std::int32_t prev = kNone;                    ///< previous op on the same stream
+  std::int32_t next = kNone;                    ///< next op on the same stream
+  std::int32_t partner = kNone;                 ///< comm: the matched SEND/RECV
+  std::int32_t waiters = kNone;                 ///< head of the list of streams waiting for this op
 };
 
 /// Pending comm ops of one directed device pair, matched in list order (k-th SEND a→b with the
@@ -53,15 +59,15 @@ struct PairQueue {
 /// stream, each a linked list through Node::next.
 struct Simulator::State {
   std::vector<Node> node;
-  std::vector<std::int32_t> why;       ///< per op: op whose end set its start, or kNone
-  std::vector<std::int32_t> chain;     ///< per op: next in its PairQueue
-  std::vector<double> dep_delay;       ///< 3 per op, compute-only plans: ideal transfer time
-  std::vector<std::int32_t> offset;    ///< D+1: first op id of each device
+  std::vector<std::int32_t> why;     ///< per op: op whose end set its start, or kNone
+  std::vector<std::int32_t> chain;   ///< per op: next in its PairQueue
+  std::vector<double> dep_delay;     ///< 3 per op, compute-only plans: ideal transfer time
+  std::vector<std::int32_t> offset;  ///< D+1: first op id of each device
   std::vector<std::int32_t> head, tail, cursor, next_waiter, stack;  ///< per stream
-  std::vector<std::int32_t> compute_index;  ///< [(s * M + m) * kKinds + slot]
-  std::vector<std::int32_t> act_recv;       ///< [s * M + m]: RECV of the activation F(s, m) produced
-  std::vector<std::int32_t> grad_recv;      ///< [s * M + m]: RECV of the gradient B(s, m) produced
-  std::vector<PairQueue> pairs;             ///< [from * D + to]
+  std::vector<std::int32_t> compute_index;                           ///< [(s * M + m) * kKinds + slot]
+  std::vector<std::int32_t> act_recv;   ///< [s * M + m]: RECV of the activation F(s, m) produced
+  std::vector<std::int32_t> grad_recv;  ///< [s * M + m]: RECV of the gradient B(s, m) produced
+  std::vector<PairQueue> pairs;         ///< [from * D + to]
   SimResult result;
 };
 
@@ -83,12 +89,14 @@ struct Simulator::Run {
     return static_cast<int>(it - st.offset.begin()) - 1;
   }
   [[nodiscard]] const Op& op_at(int d, std::int32_t id) const {
-    return plan.programs[static_cast<std::size_t>(d)][static_cast<std::size_t>(id - st.offset[static_cast<std::size_t>(d)])];
+    return plan.programs[static_cast<std::size_t>(d)]
+                        [static_cast<std::size_t>(id - st.offset[static_cast<std::size_t>(d)])];
   }
   [[nodiscard]] const Op& op_at(std::int32_t id) const { return op_at(device_of(id), id); }
   [[nodiscard]] std::string name(std::int32_t id) const {
     const int d = device_of(id);
-    return fmt::format("device {} op {} ({})", d, id - st.offset[static_cast<std::size_t>(d)], describe(op_at(d, id)));
+    return fmt::format("device {} op {} ({})", d, id - st.offset[static_cast<std::size_t>(d)],
+                       describe(op_at(d, id)));
   }
   [[noreturn]] void malformed(const std::string& what) const {
     fail("cannot simulate the plan: {} (run `octoplan check PLAN.json` for a full report)", what);
@@ -110,7 +118,8 @@ struct Simulator::Run {
     if (!in.static_bytes.empty() && static_cast<int>(in.static_bytes.size()) != D)
       fail("simulator input: static_bytes has {} entries (expected {})", in.static_bytes.size(), D);
     if (!in.memory_limit_bytes.empty() && static_cast<int>(in.memory_limit_bytes.size()) != D)
-      fail("simulator input: memory_limit_bytes has {} entries (expected {})", in.memory_limit_bytes.size(), D);
+      fail("simulator input: memory_limit_bytes has {} entries (expected {})", in.memory_limit_bytes.size(),
+           D);
     auto time_ok = [](double t) { return t >= 0 && std::isfinite(t); };
     for (int s = 0; s < S; ++s) {
       const StageCost& c = in.stages[static_cast<std::size_t>(s)];
@@ -146,13 +155,15 @@ struct Simulator::Run {
     const Op& so = op_at(a, snd);
     const Op& ro = op_at(b, rcv);
     if (so.tensor != ro.tensor || so.stage != ro.stage || so.mb != ro.mb || so.bytes != ro.bytes)
-      malformed(fmt::format("{} is matched with {} (the k-th SEND {}->{} must name the same tensor as the k-th "
-                            "RECV on {} from {})",
-                            name(snd), name(rcv), a, b, b, a));
+      malformed(
+          fmt::format("{} is matched with {} (the k-th SEND {}->{} must name the same tensor as the k-th "
+                      "RECV on {} from {})",
+                      name(snd), name(rcv), a, b, b, a));
     const bool act = so.tensor == TensorKind::Activation;
     const int consumer = act ? so.stage + 1 : so.stage - 1;
     if (consumer < 0 || consumer >= S)
-      malformed(fmt::format("{}: stage {} has no {} neighbour", name(snd), so.stage, act ? "next" : "previous"));
+      malformed(
+          fmt::format("{}: stage {} has no {} neighbour", name(snd), so.stage, act ? "next" : "previous"));
     if (plan.stages[static_cast<std::size_t>(so.stage)].device != a)
       malformed(fmt::format("{}: the tensor is produced by stage {} on device {}", name(snd), so.stage,
                             plan.stages[static_cast<std::size_t>(so.stage)].device));
@@ -189,7 +200,8 @@ struct Simulator::Run {
     s.offset[0] = 0;
     for (int d = 0; d < D; ++d)
       s.offset[static_cast<std::size_t>(d) + 1] =
-          s.offset[static_cast<std::size_t>(d)] + static_cast<std::int32_t>(plan.programs[static_cast<std::size_t>(d)].size());
+          s.offset[static_cast<std::size_t>(d)] +
+          static_cast<std::int32_t>(plan.programs[static_cast<std::size_t>(d)].size());
 
     std::int32_t id = 0;
     for (int d = 0; d < D; ++d) {
@@ -202,13 +214,16 @@ struct Simulator::Run {
         const auto stream = static_cast<std::size_t>(2 * d + (comm ? 1 : 0));
         Node& nd = node(id);
         nd.prev = s.tail[stream];
-        if (nd.prev == kNone) s.head[stream] = id;
-        else node(nd.prev).next = id;
+        if (nd.prev == kNone)
+          s.head[stream] = id;
+        else
+          node(nd.prev).next = id;
         s.tail[stream] = id;
         if (comm) {
           has_comm = true;
           if (op.peer < 0 || op.peer >= D || op.peer == d) {
-            malformed(fmt::format("{}: peer {} invalid (expected another device 0..{})", name(id), op.peer, D - 1));
+            malformed(
+                fmt::format("{}: peer {} invalid (expected another device 0..{})", name(id), op.peer, D - 1));
           }
           const bool send = op.kind == OpKind::Send;
           PairQueue& q = s.pairs[send ? static_cast<std::size_t>(d) * D + op.peer
@@ -217,20 +232,24 @@ struct Simulator::Run {
             const std::int32_t other = q.head;
             q.head = s.chain[static_cast<std::size_t>(other)];
             --q.count;
-            if (send) match(id, d, other, op.peer);
-            else match(other, op.peer, id, d);
+            if (send)
+              match(id, d, other, op.peer);
+            else
+              match(other, op.peer, id, d);
           } else {
             s.chain[static_cast<std::size_t>(id)] = kNone;
-            if (q.count == 0) q.head = id;
-            else s.chain[static_cast<std::size_t>(q.tail)] = id;
+            if (q.count == 0)
+              q.head = id;
+            else
+              s.chain[static_cast<std::size_t>(q.tail)] = id;
             q.tail = id;
             q.kind = op.kind;
             ++q.count;
           }
         } else {
           const Stage& stage = plan.stages[static_cast<std::size_t>(op.stage)];
-          std::int32_t& slot =
-              s.compute_index[(static_cast<std::size_t>(op.stage) * M + op.mb) * kKinds + compute_slot(op.kind)];
+          std::int32_t& slot = s.compute_index[(static_cast<std::size_t>(op.stage) * M + op.mb) * kKinds +
+                                               compute_slot(op.kind)];
           if (stage.device != d || slot != kNone) {
             if (stage.device != d)
               malformed(fmt::format("{}: stage {} is placed on device {}", name(id), op.stage, stage.device));
@@ -244,9 +263,10 @@ struct Simulator::Run {
     for (std::size_t p = 0; p < s.pairs.size(); ++p) {
       const PairQueue& q = s.pairs[p];
       if (q.count > 0)
-        malformed(fmt::format("{} has no matching {} (device {} sends {} more tensor(s) to device {} than it receives)",
-                              name(q.head), q.kind == OpKind::Send ? "RECV" : "SEND", p / D,
-                              q.kind == OpKind::Send ? "" : "fewer ", p % D));
+        malformed(fmt::format(
+            "{} has no matching {} (device {} sends {} more tensor(s) to device {} than it receives)",
+            name(q.head), q.kind == OpKind::Send ? "RECV" : "SEND", p / D,
+            q.kind == OpKind::Send ? "" : "fewer ", p % D));
     }
   }
 
@@ -260,8 +280,9 @@ struct Simulator::Run {
       for (const Op& op : plan.programs[static_cast<std::size_t>(d)]) {
         Node& nd = node(id);
         if (op.kind == OpKind::Send) {
-          const std::int32_t producer = op.tensor == TensorKind::Activation ? compute(op.stage, op.mb, OpKind::F)
-                                                                            : backward(op.stage, op.mb);
+          const std::int32_t producer = op.tensor == TensorKind::Activation
+                                            ? compute(op.stage, op.mb, OpKind::F)
+                                            : backward(op.stage, op.mb);
           if (producer == kNone) malformed(fmt::format("{}: the plan has no op producing it", name(id)));
           nd.dep[0] = producer;
         } else if (op.kind != OpKind::Recv) {
@@ -279,7 +300,8 @@ struct Simulator::Run {
     int count = 0;
     auto need = [&](std::int32_t dep, int s2, OpKind k2) {
       if (dep == kNone)
-        malformed(fmt::format("{} needs {} mb{} s{}, which the plan does not have", name(id), to_string(k2), op.mb, s2));
+        malformed(fmt::format("{} needs {} mb{} s{}, which the plan does not have", name(id), to_string(k2),
+                              op.mb, s2));
       nd.dep[count++] = dep;
     };
     // The input from adjacent stage `from`: local, through a RECV, or (compute-only plans) direct
@@ -297,8 +319,9 @@ struct Simulator::Run {
       }
       const std::int32_t r = (act ? s.act_recv : s.grad_recv)[static_cast<std::size_t>(from) * M + op.mb];
       if (r == kNone)
-        malformed(fmt::format("{} needs the {} of stage {} mb{} from device {}, but device {} has no RECV for it",
-                              name(id), to_string(t), from, op.mb, pd, d));
+        malformed(
+            fmt::format("{} needs the {} of stage {} mb{} from device {}, but device {} has no RECV for it",
+                        name(id), to_string(t), from, op.mb, pd, d));
       nd.dep[count++] = r;
     };
     double dur = overhead;
@@ -325,7 +348,8 @@ struct Simulator::Run {
         if (!stage.recompute) malformed(fmt::format("{}: stage {} does not recompute", name(id), op.stage));
         need(compute(op.stage, op.mb, OpKind::F), op.stage, OpKind::F);
         break;
-      default: break;
+      default:
+        break;
     }
     nd.dur = dur;
   }
@@ -435,8 +459,10 @@ struct Simulator::Run {
       if (!heads.empty()) heads += "; ";
       heads += fmt::format("{} stream stuck at {}", i % 2 ? "comm" : "compute", name(st.cursor[i]));
     }
-    fail("the plan cannot run to completion (deadlock): {} (run `octoplan check PLAN.json` for the wait cycle)",
-         heads);
+    fail(
+        "the plan cannot run to completion (deadlock): {} (run `octoplan check PLAN.json` for the wait "
+        "cycle)",
+        heads);
   }
 
   /// Metrics: busy/idle, memory in list order (= time order on one device), critical path.
@@ -461,7 +487,8 @@ struct Simulator::Run {
     for (int d = 0; d < D; ++d) {
       DeviceMetrics& dm = r.devices[static_cast<std::size_t>(d)];
       dm.static_bytes = in.static_bytes.empty() ? 0 : in.static_bytes[static_cast<std::size_t>(d)];
-      dm.memory_limit_bytes = in.memory_limit_bytes.empty() ? 0 : in.memory_limit_bytes[static_cast<std::size_t>(d)];
+      dm.memory_limit_bytes =
+          in.memory_limit_bytes.empty() ? 0 : in.memory_limit_bytes[static_cast<std::size_t>(d)];
       std::int64_t live = 0, peak = 0;
       int live_mb = 0, peak_mb = 0;
       std::int32_t id = s.offset[static_cast<std::size_t>(d)];
@@ -498,7 +525,8 @@ struct Simulator::Run {
           case OpKind::W:
             live -= c.wgrad_bytes;
             break;
-          default: break;
+          default:
+            break;
         }
       }
       dm.peak_activation_bytes = peak;
@@ -525,7 +553,8 @@ struct Simulator::Run {
       r.timeline.resize(static_cast<std::size_t>(D));
       for (int d = 0; d < D; ++d) {
         auto& t = r.timeline[static_cast<std::size_t>(d)];
-        const std::int32_t b = s.offset[static_cast<std::size_t>(d)], e = s.offset[static_cast<std::size_t>(d) + 1];
+        const std::int32_t b = s.offset[static_cast<std::size_t>(d)],
+                           e = s.offset[static_cast<std::size_t>(d) + 1];
         t.resize(static_cast<std::size_t>(e - b));
         for (std::int32_t i = b; i < e; ++i) {
           const Node& nd = s.node[static_cast<std::size_t>(i)];
@@ -558,8 +587,9 @@ std::string describe(const Plan& plan, OpRef ref) {
   if (ref.device < 0 || static_cast<std::size_t>(ref.device) >= plan.programs.size() || ref.index < 0 ||
       static_cast<std::size_t>(ref.index) >= plan.programs[static_cast<std::size_t>(ref.device)].size())
     return fmt::format("dev {}: op {} (out of range)", ref.device, ref.index);
-  return fmt::format("dev {}: {}", ref.device,
-                     describe(plan.programs[static_cast<std::size_t>(ref.device)][static_cast<std::size_t>(ref.index)]));
+  return fmt::format(
+      "dev {}: {}", ref.device,
+      describe(plan.programs[static_cast<std::size_t>(ref.device)][static_cast<std::size_t>(ref.index)]));
 }
 
 nlohmann::json report_json(const SimResult& r, const Plan& plan, std::size_t max_path) {
@@ -585,7 +615,8 @@ nlohmann::json report_json(const SimResult& r, const Plan& plan, std::size_t max
   }
   j["devices"] = std::move(devs);
   nlohmann::json path = nlohmann::json::array();
-  for (std::size_t i = 0; i < r.critical_path.size() && i < max_path; ++i) path.push_back(describe(plan, r.critical_path[i]));
+  for (std::size_t i = 0; i < r.critical_path.size() && i < max_path; ++i)
+    path.push_back(describe(plan, r.critical_path[i]));
   j["critical_path"] = std::move(path);
   j["critical_path_length"] = r.critical_path.size();
   return j;

@@ -14,10 +14,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "plan/plan.hpp"
 #include "sim/sim_input.hpp"
@@ -42,13 +41,13 @@ struct OpSpan {
 };
 
 struct DeviceMetrics {
-  double busy_ms = 0;   ///< Σ compute op durations (comm runs on its own stream and is not busy time)
-  double idle_ms = 0;   ///< makespan − busy
-  double comm_ms = 0;   ///< Σ durations of the device's SEND/RECV ops (overlaps compute)
+  double busy_ms = 0;  ///< Σ compute op durations (comm runs on its own stream and is not busy time)
+  double idle_ms = 0;  ///< makespan − busy
+  double comm_ms = 0;  ///< Σ durations of the device's SEND/RECV ops (overlaps compute)
   std::int64_t static_bytes = 0;
   std::int64_t peak_activation_bytes = 0;
-  std::int64_t peak_memory_bytes = 0;  ///< static + peak activations
-  std::int64_t memory_limit_bytes = 0; ///< 0 = no limit
+  std::int64_t peak_memory_bytes = 0;   ///< static + peak activations
+  std::int64_t memory_limit_bytes = 0;  ///< 0 = no limit
   /// Most (stage, micro-batch) pairs holding their activations at once: from the start of F
   /// until the end of its B (or BW). W-only leftovers (wgrad bytes) are in the bytes, not here.
   int peak_live_microbatches = 0;
@@ -57,12 +56,12 @@ struct DeviceMetrics {
 };
 
 struct SimResult {
-  double makespan_ms = 0;  ///< iteration time: end of the last op (all devices start at 0)
-  double bubble_ratio = 0; ///< 1 − Σ busy / (devices × makespan)
+  double makespan_ms = 0;   ///< iteration time: end of the last op (all devices start at 0)
+  double bubble_ratio = 0;  ///< 1 − Σ busy / (devices × makespan)
   double tokens_per_s = 0;
-  bool fits_memory = true; ///< every device's peak within its limit
+  bool fits_memory = true;  ///< every device's peak within its limit
   std::int64_t max_peak_memory_bytes = 0;
-  std::size_t ops = 0;     ///< ops simulated (compute + comm)
+  std::size_t ops = 0;  ///< ops simulated (compute + comm)
   std::vector<DeviceMetrics> devices;
   /// From the first op to the last-finishing one, following at each op the dependency or
   /// resource (previous op on the stream, producer, RECV, rendezvous partner) that set its start.
@@ -100,7 +99,8 @@ class Simulator {
 /// static_bytes, peak_activation_bytes, peak_memory_bytes, memory_limit_bytes,
 /// peak_live_microbatches}], critical_path (the first `max_path` entries as op names
 /// "dev 1: F mb3 s5"), critical_path_length.
-[[nodiscard]] nlohmann::json report_json(const SimResult& result, const Plan& plan, std::size_t max_path = 50);
+[[nodiscard]] nlohmann::json report_json(const SimResult& result, const Plan& plan,
+                                         std::size_t max_path = 50);
 
 /// "dev 1: F mb3 s5" for programs[ref.device][ref.index].
 [[nodiscard]] std::string describe(const Plan& plan, OpRef ref);

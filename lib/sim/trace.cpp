@@ -1,8 +1,8 @@
 #include "sim/trace.hpp"
 
-#include <map>
-
 #include <fmt/format.h>
+
+#include <map>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -44,15 +44,27 @@ nlohmann::json trace_json(const Timeline& timeline) {
     auto [it, added] = pid_of.emplace(tr.process, static_cast<int>(pid_of.size()) + 1);
     pids[t] = it->second;
     if (added) {
-      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", it->second}, {"tid", 0},
+      events.push_back({{"ph", "M"},
+                        {"name", "process_name"},
+                        {"pid", it->second},
+                        {"tid", 0},
                         {"args", {{"name", tr.process}}}});
-      events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", it->second}, {"tid", 0},
+      events.push_back({{"ph", "M"},
+                        {"name", "process_sort_index"},
+                        {"pid", it->second},
+                        {"tid", 0},
                         {"args", {{"sort_index", it->second}}}});
     }
     const int tid = static_cast<int>(t) + 1;
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", it->second}, {"tid", tid},
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", it->second},
+                      {"tid", tid},
                       {"args", {{"name", tr.thread}}}});
-    events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", it->second}, {"tid", tid},
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_sort_index"},
+                      {"pid", it->second},
+                      {"tid", tid},
                       {"args", {{"sort_index", tid}}}});
   }
   for (const TraceSlice& s : timeline.slices) {
@@ -61,16 +73,34 @@ nlohmann::json trace_json(const Timeline& timeline) {
     const int tid = s.track + 1;
     json args = s.args.is_object() ? s.args : json::object();
     args["kind"] = s.kind;
-    events.push_back({{"ph", "X"}, {"name", s.name}, {"cat", s.kind}, {"pid", pid}, {"tid", tid},
-                      {"ts", s.start_us}, {"dur", s.dur_us}, {"cname", color_of(s.kind)}, {"args", std::move(args)}});
+    events.push_back({{"ph", "X"},
+                      {"name", s.name},
+                      {"cat", s.kind},
+                      {"pid", pid},
+                      {"tid", tid},
+                      {"ts", s.start_us},
+                      {"dur", s.dur_us},
+                      {"cname", color_of(s.kind)},
+                      {"args", std::move(args)}});
     // Flow events bind to the slice enclosing their timestamp: use the slice's middle.
     const double mid = s.start_us + s.dur_us / 2;
     if (s.flow_out >= 0)
-      events.push_back({{"ph", "s"}, {"name", "transfer"}, {"cat", "flow"}, {"id", s.flow_out}, {"pid", pid},
-                        {"tid", tid}, {"ts", mid}});
+      events.push_back({{"ph", "s"},
+                        {"name", "transfer"},
+                        {"cat", "flow"},
+                        {"id", s.flow_out},
+                        {"pid", pid},
+                        {"tid", tid},
+                        {"ts", mid}});
     if (s.flow_in >= 0)
-      events.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "transfer"}, {"cat", "flow"}, {"id", s.flow_in},
-                        {"pid", pid}, {"tid", tid}, {"ts", mid}});
+      events.push_back({{"ph", "f"},
+                        {"bp", "e"},
+                        {"name", "transfer"},
+                        {"cat", "flow"},
+                        {"id", s.flow_in},
+                        {"pid", pid},
+                        {"tid", tid},
+                        {"ts", mid}});
   }
   return json{{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
 }

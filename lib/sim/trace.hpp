@@ -9,14 +9,14 @@
 ///     thread (tid) per track (e.g. "compute", "comm", "link 0->1");
 ///   - one "X" complete event per slice: name (e.g. "F mb3 s5"), cat = kind ("F", "B", "W", "BW",
 ///     "R", "SEND", "RECV", "xfer"), ts/dur in µs, "cname" color by kind, args {kind, ...};
-///   - flow arrows as "s" (start, at the end of the source slice) / "f" (finish, bp "e", at the
-///     start of the target slice) events sharing an id, cat "flow".
+///   - flow arrows as "s" (start) / "f" (finish, bp "e") events sharing an id, cat "flow", name
+///     "transfer", each stamped at the middle of its slice so that it binds to that slice; the UI
+///     draws the arrow from the source slice to the target slice.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "plan/plan.hpp"
 
@@ -30,14 +30,14 @@ struct TraceTrack {
 };
 
 struct TraceSlice {
-  int track = 0;              ///< index into Timeline::tracks
-  std::string name;           ///< e.g. "F mb3 s5"
-  std::string kind;           ///< category and color key: F B W BW R SEND RECV xfer
+  int track = 0;     ///< index into Timeline::tracks
+  std::string name;  ///< e.g. "F mb3 s5"
+  std::string kind;  ///< category and color key: F B W BW R SEND RECV xfer
   double start_us = 0;
   double dur_us = 0;
-  std::int64_t flow_out = -1; ///< a flow arrow starts at the end of this slice (id), or -1
-  std::int64_t flow_in = -1;  ///< a flow arrow with this id ends at the start of this slice, or -1
-  nlohmann::json args;        ///< extra fields shown in the UI (null: none)
+  std::int64_t flow_out = -1;  ///< id of a flow arrow leaving this slice, or -1
+  std::int64_t flow_in = -1;   ///< id of a flow arrow arriving at this slice, or -1
+  nlohmann::json args;         ///< extra fields shown in the UI (null: none)
 };
 
 struct Timeline {

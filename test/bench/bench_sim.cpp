@@ -4,16 +4,15 @@
 //
 //   bench_sim [--stages 64] [--microbatches 512] [--seconds 3] [--comm-free]
 
+#include <fmt/format.h>
+#include <time.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
-
-#include <time.h>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "plan/lower.hpp"
@@ -43,13 +42,20 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) octo::fail("{} needs a value", arg);
       return argv[++i];
     };
-    if (arg == "--stages") a.stages = std::atoi(value());
-    else if (arg == "--microbatches") a.microbatches = std::atoi(value());
-    else if (arg == "--seconds") a.seconds = std::atof(value());
-    else if (arg == "--comm-free") a.comm_free = true;
-    else octo::fail("unknown argument {} (expected --stages N, --microbatches M, --seconds S, --comm-free)", arg);
+    if (arg == "--stages")
+      a.stages = std::atoi(value());
+    else if (arg == "--microbatches")
+      a.microbatches = std::atoi(value());
+    else if (arg == "--seconds")
+      a.seconds = std::atof(value());
+    else if (arg == "--comm-free")
+      a.comm_free = true;
+    else
+      octo::fail("unknown argument {} (expected --stages N, --microbatches M, --seconds S, --comm-free)",
+                 arg);
   }
-  if (a.stages < 1 || a.microbatches < 1 || a.seconds <= 0) octo::fail("stages, microbatches and seconds must be positive");
+  if (a.stages < 1 || a.microbatches < 1 || a.seconds <= 0)
+    octo::fail("stages, microbatches and seconds must be positive");
   return a;
 }
 
@@ -110,7 +116,8 @@ int bench(const Args& a) {
              a.comm_free ? "compute only" : "lowered with SEND/RECV", ops);
   fmt::print("simulated iteration {:.3f} ms, bubble {:.2f} %, peak memory {:.1f} GiB, critical path {} ops\n",
              first.makespan_ms, 100 * first.bubble_ratio,
-             static_cast<double>(first.max_peak_memory_bytes) / (1024.0 * 1024 * 1024), first.critical_path.size());
+             static_cast<double>(first.max_peak_memory_bytes) / (1024.0 * 1024 * 1024),
+             first.critical_path.size());
 
   using clock = std::chrono::steady_clock;
   const auto begin = clock::now();
@@ -130,11 +137,13 @@ int bench(const Args& a) {
   const double per_run = elapsed / static_cast<double>(runs);
   const double cpu_per_run = cpu / static_cast<double>(runs);
   auto rate = [&](double seconds) { return static_cast<double>(ops) / seconds / 1e6; };
-  fmt::print("{} runs in {:.2f} s wall ({:.2f} s CPU): {:.2f} ms per run wall, {:.2f} ms CPU, best {:.2f} ms wall\n",
-             runs, elapsed, cpu, 1e3 * per_run, 1e3 * cpu_per_run, 1e3 * best);
-  fmt::print("throughput: {:.2f} million simulated ops/s per core (CPU time); {:.2f} M ops/s wall, {:.2f} M ops/s "
-             "best run\n",
-             rate(cpu_per_run), rate(per_run), rate(best));
+  fmt::print(
+      "{} runs in {:.2f} s wall ({:.2f} s CPU): {:.2f} ms per run wall, {:.2f} ms CPU, best {:.2f} ms wall\n",
+      runs, elapsed, cpu, 1e3 * per_run, 1e3 * cpu_per_run, 1e3 * best);
+  fmt::print(
+      "throughput: {:.2f} million simulated ops/s per core (CPU time); {:.2f} M ops/s wall, {:.2f} M ops/s "
+      "best run\n",
+      rate(cpu_per_run), rate(per_run), rate(best));
   if (checksum != checksum) return 1;  // keeps the runs observable
   return 0;
 }

@@ -1,15 +1,15 @@
 // check_plan: structure, deadlock freedom and memory against the limit, as problems.
 
-#include <catch2/catch.hpp>
-
-#include <filesystem>
+#include "sim/check.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <catch2/catch.hpp>
+#include <filesystem>
+
 #include "core/fs.hpp"
 #include "plan/plan_io.hpp"
-#include "sim/check.hpp"
 #include "sim_testing.hpp"
 
 using namespace octo;
@@ -18,8 +18,8 @@ using namespace octo::simtest;
 namespace {
 
 std::vector<std::vector<Op>> gpipe_programs() {
-  return {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1), BW(0, 0), recv_grad(1, 1, 1),
-           BW(0, 1)},
+  return {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1), BW(0, 0),
+           recv_grad(1, 1, 1), BW(0, 1)},
           {recv_act(0, 0, 0), F(1, 0), recv_act(0, 1, 0), F(1, 1), BW(1, 0), send_grad(1, 0, 0), BW(1, 1),
            send_grad(1, 1, 0)}};
 }
@@ -63,12 +63,11 @@ TEST_CASE("check_plan reports memory over the limit per device") {
 TEST_CASE("check_plan reports a deadlock with its cycle") {
   // Crossed comm order: device 0 sends act mb1 before receiving grad mb0, device 1 sends grad
   // mb0 before receiving act mb1.
-  const Plan plan = make_plan(
-      2, 2, {0, 1},
-      {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1), BW(0, 0), recv_grad(1, 1, 1),
-        BW(0, 1)},
-       {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1), BW(1, 1),
-        send_grad(1, 1, 0)}});
+  const Plan plan = make_plan(2, 2, {0, 1},
+                              {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1),
+                                BW(0, 0), recv_grad(1, 1, 1), BW(0, 1)},
+                               {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0),
+                                F(1, 1), BW(1, 1), send_grad(1, 1, 0)}});
   const CheckResult r = check_plan(plan, input_with_memory());
   CHECK(r.structure_ok);
   CHECK_FALSE(r.deadlock_free);
@@ -120,8 +119,8 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
   SECTION("crossed send/receive order") {
     plan.programs = {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1), BW(0, 0),
                       recv_grad(1, 1, 1), BW(0, 1)},
-                     {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1), BW(1, 1),
-                      send_grad(1, 1, 0)}};
+                     {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1),
+                      BW(1, 1), send_grad(1, 1, 0)}};
     const std::string path = (dir / "octo_sim_check_deadlock.json").string();
     save_plan(plan, path);
     LoadOptions raw;
@@ -131,7 +130,8 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
     CHECK(r.structure_ok);
     CHECK_FALSE(r.deadlock_free);
     REQUIRE(r.problems.size() == 1);
-    CHECK_THAT(r.problems[0], Catch::Contains("cycle") && Catch::Contains("device 0") && Catch::Contains("device 1"));
+    CHECK_THAT(r.problems[0],
+               Catch::Contains("cycle") && Catch::Contains("device 0") && Catch::Contains("device 1"));
     CHECK_THROWS_WITH(load_plan(path), Catch::Contains("cycle"));
     std::filesystem::remove(path);
   }

@@ -2,9 +2,8 @@
 // written from the contract text, agrees with the plan module's deadlock check, and never crashes
 // on corrupted plans.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <random>
@@ -37,7 +36,8 @@ Plan random_plan(std::mt19937& rng) {
     devices_of[static_cast<std::size_t>(s)] = pick_dev(rng);
     recompute[static_cast<std::size_t>(s)] = coin(rng);
   }
-  Plan plan = make_plan(D, M, devices_of, std::vector<std::vector<Op>>(static_cast<std::size_t>(D)), recompute);
+  Plan plan =
+      make_plan(D, M, devices_of, std::vector<std::vector<Op>>(static_cast<std::size_t>(D)), recompute);
 
   // Ops and their dependencies (CONTRACTS.md), written out here.
   std::vector<Op> ops;
@@ -61,7 +61,9 @@ Plan random_plan(std::mt19937& rng) {
     auto it = id.find({static_cast<int>(k), s, m});
     return it == id.end() ? -1 : it->second;
   };
-  auto bwd = [&](int s, int m) { return find(OpKind::B, s, m) >= 0 ? find(OpKind::B, s, m) : find(OpKind::BW, s, m); };
+  auto bwd = [&](int s, int m) {
+    return find(OpKind::B, s, m) >= 0 ? find(OpKind::B, s, m) : find(OpKind::BW, s, m);
+  };
   std::vector<std::vector<int>> deps(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& o = ops[i];
@@ -69,15 +71,20 @@ Plan random_plan(std::mt19937& rng) {
       case OpKind::F:
         if (o.stage > 0) deps[i].push_back(find(OpKind::F, o.stage - 1, o.mb));
         break;
-      case OpKind::R: deps[i].push_back(find(OpKind::F, o.stage, o.mb)); break;
+      case OpKind::R:
+        deps[i].push_back(find(OpKind::F, o.stage, o.mb));
+        break;
       case OpKind::B:
       case OpKind::BW:
         deps[i].push_back(find(OpKind::F, o.stage, o.mb));
         if (o.stage + 1 < S) deps[i].push_back(bwd(o.stage + 1, o.mb));
         if (recompute[static_cast<std::size_t>(o.stage)]) deps[i].push_back(find(OpKind::R, o.stage, o.mb));
         break;
-      case OpKind::W: deps[i].push_back(find(OpKind::B, o.stage, o.mb)); break;
-      default: break;
+      case OpKind::W:
+        deps[i].push_back(find(OpKind::B, o.stage, o.mb));
+        break;
+      default:
+        break;
     }
   }
   std::vector<bool> placed(ops.size(), false);
@@ -137,14 +144,18 @@ std::vector<std::vector<double>> reference(const Plan& plan, const SimInput& in)
     end[static_cast<std::size_t>(d)].assign(plan.programs[static_cast<std::size_t>(d)].size(), -1);
     for (std::size_t i = 0; i < plan.programs[static_cast<std::size_t>(d)].size(); ++i) {
       const Op& o = plan.programs[static_cast<std::size_t>(d)][i];
-      if (o.kind == OpKind::Send) kth_send[{d, o.peer, counter[{d, o.peer}]++}] = {d, static_cast<int>(i)};
+      if (o.kind == OpKind::Send)
+        kth_send[{d, o.peer, counter[{d, o.peer}]++}] = {d, static_cast<int>(i)};
       else if (o.kind == OpKind::Recv) {
         kth_recv[{o.peer, d, counter[{-1 - o.peer, d}]++}] = {d, static_cast<int>(i)};
         received[{static_cast<int>(o.tensor), o.stage, o.mb}] = {d, static_cast<int>(i)};
-      } else compute[{static_cast<int>(o.kind), o.stage, o.mb}] = {d, static_cast<int>(i)};
+      } else
+        compute[{static_cast<int>(o.kind), o.stage, o.mb}] = {d, static_cast<int>(i)};
     }
   }
-  auto at = [&](std::pair<int, int> p) { return end[static_cast<std::size_t>(p.first)][static_cast<std::size_t>(p.second)]; };
+  auto at = [&](std::pair<int, int> p) {
+    return end[static_cast<std::size_t>(p.first)][static_cast<std::size_t>(p.second)];
+  };
   auto comp = [&](OpKind k, int s, int m) { return compute.at({static_cast<int>(k), s, m}); };
   auto bwd = [&](int s, int m) {
     auto it = compute.find({static_cast<int>(OpKind::B), s, m});
@@ -190,10 +201,12 @@ std::vector<std::vector<double>> reference(const Plan& plan, const SimInput& in)
           dur += sc.b_ms + (o.kind == OpKind::BW ? sc.w_ms : 0);
           waits.push_back(at(comp(OpKind::F, o.stage, o.mb)));
           if (o.stage + 1 < S) waits.push_back(input(d, OpKind::B, o.stage + 1, o.mb, TensorKind::Gradient));
-          if (plan.stages[static_cast<std::size_t>(o.stage)].recompute) waits.push_back(at(comp(OpKind::R, o.stage, o.mb)));
+          if (plan.stages[static_cast<std::size_t>(o.stage)].recompute)
+            waits.push_back(at(comp(OpKind::R, o.stage, o.mb)));
         }
         if (*std::min_element(waits.begin(), waits.end()) >= 0) {
-          end[static_cast<std::size_t>(d)][static_cast<std::size_t>(c)] = *std::max_element(waits.begin(), waits.end()) + dur;
+          end[static_cast<std::size_t>(d)][static_cast<std::size_t>(c)] =
+              *std::max_element(waits.begin(), waits.end()) + dur;
           progress = true;
         }
       }
@@ -209,10 +222,12 @@ std::vector<std::vector<double>> reference(const Plan& plan, const SimInput& in)
       const auto r = kth_recv.at({d, o.peer, k});
       double peer_prev = 0;
       if (head(o.peer, true, peer_prev) != r.second) continue;  // RECV not at the head yet
-      const double data = o.tensor == TensorKind::Activation ? at(comp(OpKind::F, o.stage, o.mb)) : at(bwd(o.stage, o.mb));
+      const double data =
+          o.tensor == TensorKind::Activation ? at(comp(OpKind::F, o.stage, o.mb)) : at(bwd(o.stage, o.mb));
       if (data < 0) continue;
       const double start = std::max({prev, peer_prev, data});
-      const double e = start + in.latency_ms(d, o.peer) + static_cast<double>(o.bytes) / in.bandwidth(d, o.peer);
+      const double e =
+          start + in.latency_ms(d, o.peer) + static_cast<double>(o.bytes) / in.bandwidth(d, o.peer);
       end[static_cast<std::size_t>(d)][static_cast<std::size_t>(h)] = e;
       end[static_cast<std::size_t>(r.first)][static_cast<std::size_t>(r.second)] = e;
       progress = true;
@@ -242,7 +257,8 @@ TEST_CASE("simulator equals the fixpoint reference on random lowered plans", "[p
     double makespan = 0, busy = 0;
     for (int d = 0; d < plan.devices; ++d)
       for (std::size_t i = 0; i < ref[static_cast<std::size_t>(d)].size(); ++i) {
-        REQUIRE(r.timeline[static_cast<std::size_t>(d)][i].end_ms == Approx(ref[static_cast<std::size_t>(d)][i]));
+        REQUIRE(r.timeline[static_cast<std::size_t>(d)][i].end_ms ==
+                Approx(ref[static_cast<std::size_t>(d)][i]));
         makespan = std::max(makespan, ref[static_cast<std::size_t>(d)][i]);
       }
     CHECK(r.makespan_ms == Approx(makespan));
@@ -259,13 +275,16 @@ TEST_CASE("simulator equals the fixpoint reference on random lowered plans", "[p
     for (std::size_t i = 1; i < r.critical_path.size(); ++i) {
       const auto& a = r.critical_path[i - 1];
       const auto& b = r.critical_path[i];
-      const double a_end = r.timeline[static_cast<std::size_t>(a.device)][static_cast<std::size_t>(a.index)].end_ms;
-      const double b_start = r.timeline[static_cast<std::size_t>(b.device)][static_cast<std::size_t>(b.index)].start_ms;
+      const double a_end =
+          r.timeline[static_cast<std::size_t>(a.device)][static_cast<std::size_t>(a.index)].end_ms;
+      const double b_start =
+          r.timeline[static_cast<std::size_t>(b.device)][static_cast<std::size_t>(b.index)].start_ms;
       CHECK(b_start == Approx(a_end));
     }
     const auto& first = r.critical_path.front();
-    CHECK(r.timeline[static_cast<std::size_t>(first.device)][static_cast<std::size_t>(first.index)].start_ms ==
-          Approx(0.0).margin(1e-12));
+    CHECK(
+        r.timeline[static_cast<std::size_t>(first.device)][static_cast<std::size_t>(first.index)].start_ms ==
+        Approx(0.0).margin(1e-12));
   }
 }
 
@@ -312,13 +331,28 @@ TEST_CASE("corrupted plans make the simulator throw octo::Error or succeed, neve
     if (prog.empty()) continue;
     const std::size_t i = std::uniform_int_distribution<std::size_t>(0, prog.size() - 1)(rng);
     switch (std::uniform_int_distribution<int>(0, 6)(rng)) {
-      case 0: prog[i].stage += std::uniform_int_distribution<int>(-3, 3)(rng); break;
-      case 1: prog[i].mb += std::uniform_int_distribution<int>(-3, 3)(rng); break;
-      case 2: prog[i].peer = std::uniform_int_distribution<int>(-2, plan.devices + 1)(rng); break;
-      case 3: prog[i].kind = static_cast<OpKind>(std::uniform_int_distribution<int>(0, 6)(rng)); break;
-      case 4: prog.erase(prog.begin() + static_cast<std::ptrdiff_t>(i)); break;
-      case 5: prog.push_back(prog[i]); break;
-      case 6: prog[i].tensor = prog[i].tensor == TensorKind::Activation ? TensorKind::Gradient : TensorKind::Activation; break;
+      case 0:
+        prog[i].stage += std::uniform_int_distribution<int>(-3, 3)(rng);
+        break;
+      case 1:
+        prog[i].mb += std::uniform_int_distribution<int>(-3, 3)(rng);
+        break;
+      case 2:
+        prog[i].peer = std::uniform_int_distribution<int>(-2, plan.devices + 1)(rng);
+        break;
+      case 3:
+        prog[i].kind = static_cast<OpKind>(std::uniform_int_distribution<int>(0, 6)(rng));
+        break;
+      case 4:
+        prog.erase(prog.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      case 5:
+        prog.push_back(prog[i]);
+        break;
+      case 6:
+        prog[i].tensor =
+            prog[i].tensor == TensorKind::Activation ? TensorKind::Gradient : TensorKind::Activation;
+        break;
     }
     try {
       const SimResult r = simulate(plan, in);

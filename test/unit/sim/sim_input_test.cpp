@@ -1,10 +1,11 @@
 // Simulator inputs: per-stage sums, static memory, links and units.
 
+#include "sim/sim_input.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "core/fs.hpp"
 #include "cost/profile_io.hpp"
-#include "sim/sim_input.hpp"
 #include "spec/loader.hpp"
 
 using namespace octo;
@@ -35,10 +36,10 @@ CostProfile four_layers() {
 }  // namespace
 
 TEST_CASE("bytes of parameter state per parameter") {
-  CHECK(param_state_bytes(DType::BF16, 1) == Approx(18.0));   // 2 + 4 + 4 + 8
-  CHECK(param_state_bytes(DType::BF16, 2) == Approx(12.0));   // 2 + 4 + 12 / 2
-  CHECK(param_state_bytes(DType::FP32, 1) == Approx(16.0));   // 4 + 4 + 8 (no master copy)
-  CHECK(param_state_bytes(DType::FP16, 4) == Approx(9.0));    // 2 + 4 + 12 / 4
+  CHECK(param_state_bytes(DType::BF16, 1) == Approx(18.0));  // 2 + 4 + 4 + 8
+  CHECK(param_state_bytes(DType::BF16, 2) == Approx(12.0));  // 2 + 4 + 12 / 2
+  CHECK(param_state_bytes(DType::FP32, 1) == Approx(16.0));  // 4 + 4 + 8 (no master copy)
+  CHECK(param_state_bytes(DType::FP16, 4) == Approx(9.0));   // 2 + 4 + 12 / 4
 }
 
 TEST_CASE("stage_costs sums the layers of each stage") {
@@ -78,8 +79,8 @@ TEST_CASE("make_sim_input from loaded inputs: links by node, p2p override, stati
   in.cluster.devices_per_node = 2;
   in.cluster.device_kinds = {DeviceKind{"x", 16}};
   in.cluster.device_kind_of = {0, 0, 0, 0};
-  in.cluster.intra_node = LinkSpec{100, 2};   // 100 GB/s = 1e8 B/ms, 2 µs
-  in.cluster.inter_node = LinkSpec{25, 10};   // 2.5e7 B/ms, 10 µs
+  in.cluster.intra_node = LinkSpec{100, 2};  // 100 GB/s = 1e8 B/ms, 2 µs
+  in.cluster.inter_node = LinkSpec{25, 10};  // 2.5e7 B/ms, 10 µs
   in.memory_limit_bytes = 1e9;
 
   Plan plan;
@@ -96,12 +97,13 @@ TEST_CASE("make_sim_input from loaded inputs: links by node, p2p override, stati
   CHECK(s.stages.size() == 4);
   CHECK(s.bandwidth(0, 1) == Approx(1e8));
   CHECK(s.latency_ms(0, 1) == Approx(0.002));
-  CHECK(s.bandwidth(1, 2) == Approx(2.5e7));   // devices 0,1 on node 0; 2,3 on node 1
+  CHECK(s.bandwidth(1, 2) == Approx(2.5e7));  // devices 0,1 on node 0; 2,3 on node 1
   CHECK(s.latency_ms(2, 1) == Approx(0.010));
   CHECK(s.bandwidth(3, 2) == Approx(1e8));
   // 1000 B at 1e8 B/ms + 2 µs.
   CHECK(s.transfer_ms(0, 1, 1000) == Approx(0.002 + 1e-5));
-  CHECK(s.static_bytes == std::vector<std::int64_t>{1000 * 12, 2000 * 12, 3000 * 12, 4000 * 12});  // bf16, dp 2
+  CHECK(s.static_bytes ==
+        std::vector<std::int64_t>{1000 * 12, 2000 * 12, 3000 * 12, 4000 * 12});  // bf16, dp 2
   CHECK(s.memory_limit_bytes == std::vector<std::int64_t>(4, 1000000000));
   CHECK(s.tokens_per_iteration == Approx(8.0 * 2 * 512 * 2));
 
@@ -114,7 +116,8 @@ TEST_CASE("make_sim_input from loaded inputs: links by node, p2p override, stati
 }
 
 TEST_CASE("make_sim_input from the inputs embedded in a plan") {
-  const std::string model_yaml = read_file(std::string(OCTO_SOURCE_DIR) + "/profiles/models/synthetic-uniform.yaml");
+  const std::string model_yaml =
+      read_file(std::string(OCTO_SOURCE_DIR) + "/profiles/models/synthetic-uniform.yaml");
   const std::string cluster_yaml = read_file(std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/h100x8.yaml");
   const ModelSpec model = parse_model(model_yaml, "synthetic-uniform.yaml");
   CostProfile costs;

@@ -69,7 +69,8 @@ inline StageCost cost(double f, double b, double w, double r = 0) {
 }
 
 /// Uniform links of `bandwidth` bytes/ms and `latency` ms; no static memory, no limit.
-inline SimInput make_input(int devices, std::vector<StageCost> stages, double bandwidth = 1e9, double latency = 0) {
+inline SimInput make_input(int devices, std::vector<StageCost> stages, double bandwidth = 1e9,
+                           double latency = 0) {
   SimInput in;
   in.devices = devices;
   in.stages = std::move(stages);

@@ -1,15 +1,15 @@
 // Simulator semantics on hand-built plans; every expected value is worked out by hand in the
 // comments (CONTRACTS.md "Plan / schedule semantics").
 
-#include <catch2/catch.hpp>
-
-#include <numeric>
+#include "sim/simulator.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <catch2/catch.hpp>
+#include <numeric>
+
 #include "core/error.hpp"
-#include "sim/simulator.hpp"
 #include "sim_testing.hpp"
 
 using namespace octo;
@@ -30,7 +30,9 @@ SimInput chain_input(double latency, double bandwidth, std::int64_t out_bytes = 
   return in;
 }
 
-OpSpan span(const SimResult& r, int d, int i) { return r.timeline[static_cast<std::size_t>(d)][static_cast<std::size_t>(i)]; }
+OpSpan span(const SimResult& r, int d, int i) {
+  return r.timeline[static_cast<std::size_t>(d)][static_cast<std::size_t>(i)];
+}
 
 /// GPipe on 2 stages x 2 micro-batches with fused BW.
 Plan gpipe_2x2() {
@@ -118,7 +120,8 @@ TEST_CASE("GPipe 2x2 by hand: makespan, busy, idle and bubble") {
       CHECK(o.devices[d].idle_ms == Approx(o.makespan_ms - o.devices[d].busy_ms));
       busy += o.devices[d].busy_ms;
       for (std::size_t i = 0; i < plan.programs[d].size(); ++i) {
-        if (!is_comm(plan.programs[d][i].kind)) durations += o.timeline[d][i].end_ms - o.timeline[d][i].start_ms;
+        if (!is_comm(plan.programs[d][i].kind))
+          durations += o.timeline[d][i].end_ms - o.timeline[d][i].start_ms;
       }
     }
     CHECK(busy == Approx(durations));
@@ -154,12 +157,11 @@ TEST_CASE("rendezvous: the receiver's comm order delays a ready SEND") {
     // act0 [1,1.5]; F10 [1.5,2.5]; BW10 [2.5,4.5]; grad0 [4.5,5]; act1 is ready at 2 but its RECV
     // is behind SEND grad0 on device 1: act1 [5,5.5]; F11 [5.5,6.5]; BW11 [6.5,8.5]; grad1 [8.5,9];
     // BW00 [5,7]; BW01 [9,11]  =>  11.
-    const Plan plan = make_plan(
-        2, 2, {0, 1},
-        {{F(0, 0), send_act(0, 0, 1), F(0, 1), recv_grad(1, 0, 1), send_act(0, 1, 1), BW(0, 0), recv_grad(1, 1, 1),
-          BW(0, 1)},
-         {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1), BW(1, 1),
-          send_grad(1, 1, 0)}});
+    const Plan plan = make_plan(2, 2, {0, 1},
+                                {{F(0, 0), send_act(0, 0, 1), F(0, 1), recv_grad(1, 0, 1), send_act(0, 1, 1),
+                                  BW(0, 0), recv_grad(1, 1, 1), BW(0, 1)},
+                                 {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0),
+                                  F(1, 1), BW(1, 1), send_grad(1, 1, 0)}});
     const SimResult r = simulate(plan, in, opt);
     CHECK(span(r, 0, 4).start_ms == Approx(5.0));  // SEND act mb1
     CHECK(span(r, 1, 4).start_ms == Approx(5.0));  // its RECV
@@ -168,12 +170,11 @@ TEST_CASE("rendezvous: the receiver's comm order delays a ready SEND") {
   }
   SECTION("device 1 posts both RECVs first") {
     // act1 [2,2.5]; F11 [4.5,5.5]; BW11 [5.5,7.5]; grad0 [4.5,5]; grad1 [7.5,8]; BW01 [8,10] => 10.
-    const Plan plan = make_plan(
-        2, 2, {0, 1},
-        {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1), BW(0, 0), recv_grad(1, 1, 1),
-          BW(0, 1)},
-         {recv_act(0, 0, 0), F(1, 0), recv_act(0, 1, 0), BW(1, 0), send_grad(1, 0, 0), F(1, 1), BW(1, 1),
-          send_grad(1, 1, 0)}});
+    const Plan plan = make_plan(2, 2, {0, 1},
+                                {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1),
+                                  BW(0, 0), recv_grad(1, 1, 1), BW(0, 1)},
+                                 {recv_act(0, 0, 0), F(1, 0), recv_act(0, 1, 0), BW(1, 0), send_grad(1, 0, 0),
+                                  F(1, 1), BW(1, 1), send_grad(1, 1, 0)}});
     const SimResult r = simulate(plan, in, opt);
     CHECK(span(r, 0, 3).start_ms == Approx(2.0));
     CHECK(r.makespan_ms == Approx(10.0));
@@ -188,8 +189,8 @@ TEST_CASE("peak memory of a hand-sized example: static + activations, B/W frees,
   //   R11 +200 = 370   B11 -190 = 180   B01 -70 = 110   W00 -30 = 80   W11 -50 = 30   W01 -30 = 0
   // Peak = 1000 + 480 = 1480; four micro-batches (F00 F10 F01 F11) are alive at once.
   Plan plan = make_plan(1, 2, {0, 0},
-                        {{F(0, 0), F(1, 0), F(0, 1), F(1, 1), R(1, 0), B(1, 0), W(1, 0), B(0, 0), R(1, 1), B(1, 1),
-                          B(0, 1), W(0, 0), W(1, 1), W(0, 1)}},
+                        {{F(0, 0), F(1, 0), F(0, 1), F(1, 1), R(1, 0), B(1, 0), W(1, 0), B(0, 0), R(1, 1),
+                          B(1, 1), B(0, 1), W(0, 0), W(1, 1), W(0, 1)}},
                         {false, true});
   SimInput in = make_input(1, {cost(1, 1, 1), cost(1, 1, 1, 1)});
   in.stages[0].act_bytes = 100;
@@ -260,12 +261,11 @@ TEST_CASE("a plan that cannot progress makes simulate throw") {
   SECTION("crossed send/receive order") {
     // Device 0 sends act mb1 before receiving grad mb0; device 1 sends grad mb0 before
     // receiving act mb1: each SEND waits for a RECV stuck behind the other SEND.
-    const Plan plan = make_plan(
-        2, 2, {0, 1},
-        {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1), BW(0, 0), recv_grad(1, 1, 1),
-          BW(0, 1)},
-         {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1), BW(1, 1),
-          send_grad(1, 1, 0)}});
+    const Plan plan = make_plan(2, 2, {0, 1},
+                                {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1),
+                                  BW(0, 0), recv_grad(1, 1, 1), BW(0, 1)},
+                                 {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0),
+                                  F(1, 1), BW(1, 1), send_grad(1, 1, 0)}});
     try {
       (void)simulate(plan, in);
       FAIL("expected octo::Error");
@@ -275,12 +275,11 @@ TEST_CASE("a plan that cannot progress makes simulate throw") {
   }
   SECTION("compute order against the comm order") {
     // Device 1 runs F11 before BW10, but it receives act mb1 only after sending grad mb0.
-    const Plan plan = make_plan(
-        2, 2, {0, 1},
-        {{F(0, 0), send_act(0, 0, 1), F(0, 1), recv_grad(1, 0, 1), send_act(0, 1, 1), BW(0, 0), recv_grad(1, 1, 1),
-          BW(0, 1)},
-         {recv_act(0, 0, 0), F(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1), BW(1, 0), BW(1, 1),
-          send_grad(1, 1, 0)}});
+    const Plan plan = make_plan(2, 2, {0, 1},
+                                {{F(0, 0), send_act(0, 0, 1), F(0, 1), recv_grad(1, 0, 1), send_act(0, 1, 1),
+                                  BW(0, 0), recv_grad(1, 1, 1), BW(0, 1)},
+                                 {recv_act(0, 0, 0), F(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1),
+                                  BW(1, 0), BW(1, 1), send_grad(1, 1, 0)}});
     CHECK_THROWS_AS(simulate(plan, in), Error);
   }
 }

@@ -1,7 +1,8 @@
 // Chrome/Perfetto trace of a simulated plan: tracks, slices, flow arrows, file round trip.
 
-#include <catch2/catch.hpp>
+#include "sim/trace.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -9,7 +10,6 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "sim/simulator.hpp"
-#include "sim/trace.hpp"
 #include "sim_testing.hpp"
 
 using namespace octo;
