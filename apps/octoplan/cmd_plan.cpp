@@ -1,0 +1,79 @@
+// octoplan plan: tune partition, placement and schedule together and write the plan file.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "command.hpp"
+#include "plan/plan_io.hpp"
+#include "sim/simulator.hpp"
+#include "sim/trace.hpp"
+#include "tune/report.hpp"
+#include "tune/tuner.hpp"
+
+namespace octoplan {
+namespace {
+
+struct PlanArgs {
+  octo::InputOptions inputs;
+  double time_budget_s = 10;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  bool quiet = false;
+  std::string output;
+  std::string trace;
+  std::string report;
+};
+
+int run(const PlanArgs& a) {
+  const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
+  octo::TuneOptions options;
+  options.time_budget_s = a.time_budget_s;
+  options.seed = a.seed;
+  options.threads = a.threads;
+  options.quiet = a.quiet;
+  const octo::TuneResult result = octo::tune(inputs, options);
+
+  octo::save_plan(result.plan, a.output);
+  fmt::print("{}", octo::format_plan_summary(inputs, result));
+  fmt::print("wrote {}\n", a.output);
+  if (!a.trace.empty()) {
+    octo::SimInput in = octo::make_sim_input(result.plan, inputs);
+    octo::SimOptions so;
+    so.record_timeline = true;
+    const octo::SimResult timed = octo::simulate(result.plan, in, so);
+    octo::write_trace(a.trace, octo::sim_timeline(result.plan, timed));
+    fmt::print("wrote {}\n", a.trace);
+  }
+  nlohmann::json report = octo::plan_summary_json(inputs, result);
+  report["output"] = a.output;
+  write_report(a.report, report);
+  return 0;
+}
+
+Runner setup(CLI::App& app) {
+  static PlanArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "plan",
+      "Tune partition, placement and schedule together (iterative, bubble-aware, simulator-verified) and write "
+      "the plan file");
+  add_input_options(cmd, args.inputs);
+  cmd->add_option("--time-budget", args.time_budget_s, "Search time budget in seconds (default 10)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", args.seed, "Seed of the search's random moves (default 1)");
+  cmd->add_option("--threads", args.threads, "Threads evaluating candidates (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--quiet", args.quiet, "No progress lines on stderr");
+  cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();
+  cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace");
+  add_report_option(cmd, args.report);
+  return [] { return run(args); };
+}
+
+const Registration registration(40, setup);
+
+}  // namespace
+}  // namespace octoplan

@@ -1,0 +1,178 @@
+#include "tune/candidate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/embedded.hpp"
+#include "core/error.hpp"
+#include "plan/lower.hpp"
+#include "sim/sim_input.hpp"
+
+namespace octo {
+
+std::string Candidate::describe() const {
+  int rc = 0;
+  for (std::uint8_t r : recompute) rc += r ? 1 : 0;
+  std::string text = fmt::format("{} stages, {} {} {} {}", stages(),
+                                 schedule.split_bw ? fmt::format("split B/W {}", to_string(schedule.w_policy))
+                                                   : std::string("fused BW"),
+                                 to_string(schedule.f_order), to_string(schedule.memory),
+                                 schedule.max_inflight > 0 ? fmt::format("max {} in flight", schedule.max_inflight)
+                                                           : std::string("no in-flight limit"));
+  if (cap_scale < 1.0) text += fmt::format(", {:.0f}% memory cap", cap_scale * 100);
+  if (rc > 0) text += fmt::format(", recompute {}/{} stages", rc, stages());
+  return text;
+}
+
+bool Evaluation::better_than(const Evaluation& other) const {
+  if (ok != other.ok) return ok;
+  if (!ok) return false;
+  if (fits_memory != other.fits_memory) return fits_memory;
+  return makespan_ms < other.makespan_ms;
+}
+
+Evaluator::Evaluator(const PlannerInputs& inputs, int pp, int microbatches, double memory_limit_bytes)
+    : inputs_(inputs), pp_(pp), m_(microbatches), limit_(memory_limit_bytes) {
+  if (pp < 1) fail("tuner: {} pipeline devices (expected at least 1)", pp);
+  if (microbatches < 1) fail("tuner: {} micro-batches (expected at least 1)", microbatches);
+}
+
+Plan Evaluator::skeleton(const Candidate& c) const {
+  Plan plan;
+  plan.devices = pp_;
+  plan.tp = inputs_.cluster.tp;
+  plan.dp = inputs_.cluster.dp;
+  plan.microbatches = m_;
+  plan.micro_batch = inputs_.model.training.micro_batch;
+  plan.seq = inputs_.model.seq_len;
+  if (c.ends.size() != c.device.size() || (!c.recompute.empty() && c.recompute.size() != c.ends.size()))
+    fail("tuner: internal error: candidate with {} stage ends, {} devices and {} recompute flags", c.ends.size(),
+         c.device.size(), c.recompute.size());
+  plan.stages.resize(c.ends.size());
+  int first = 0;
+  for (std::size_t s = 0; s < c.ends.size(); ++s) {
+    Stage& st = plan.stages[s];
+    st.first_layer = first;
+    st.end_layer = c.ends[s];
+    st.device = c.device[s];
+    st.recompute = !c.recompute.empty() && c.recompute[s] != 0;
+    first = c.ends[s];
+  }
+  return plan;
+}
+
+ListScheduleProblem Evaluator::problem(const Candidate& c, const SimInput& in) const {
+  ListScheduleProblem p;
+  p.devices = pp_;
+  p.microbatches = m_;
+  p.stage_device = c.device;
+  p.costs = in.stages;
+  p.op_overhead_ms = in.op_overhead_ms;
+  const int S = c.stages();
+  p.transfer_ms.resize(static_cast<std::size_t>(std::max(S - 1, 0)));
+  for (int s = 0; s + 1 < S; ++s) {
+    const int a = c.device[static_cast<std::size_t>(s)], b = c.device[static_cast<std::size_t>(s) + 1];
+    p.transfer_ms[static_cast<std::size_t>(s)] =
+        a == b ? 0.0 : in.transfer_ms(a, b, in.stages[static_cast<std::size_t>(s)].out_bytes);
+  }
+  p.recompute.resize(static_cast<std::size_t>(S));
+  for (int s = 0; s < S; ++s)
+    p.recompute[static_cast<std::size_t>(s)] = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)] != 0;
+  return p;
+}
+
+namespace {
+
+void fill(Evaluation& e, const SimResult& r) {
+  e.ok = true;
+  e.makespan_ms = r.makespan_ms;
+  e.bubble_ratio = r.bubble_ratio;
+  e.fits_memory = r.fits_memory;
+  e.max_peak_memory_bytes = r.max_peak_memory_bytes;
+  const std::size_t D = r.devices.size();
+  e.busy_ms.resize(D);
+  e.idle_ms.resize(D);
+  e.peak_memory_bytes.resize(D);
+  e.static_bytes.resize(D);
+  for (std::size_t d = 0; d < D; ++d) {
+    e.busy_ms[d] = r.devices[d].busy_ms;
+    e.idle_ms[d] = r.devices[d].idle_ms;
+    e.peak_memory_bytes[d] = r.devices[d].peak_memory_bytes;
+    e.static_bytes[d] = r.devices[d].static_bytes;
+  }
+}
+
+}  // namespace
+
+Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_out, double bound) const {
+  Evaluation e;
+  Plan plan = skeleton(c);
+  SimInput in = make_sim_input(plan, inputs_);
+  const auto limit = static_cast<std::int64_t>(std::llround(limit_));
+  in.memory_limit_bytes.assign(static_cast<std::size_t>(pp_), limit);
+
+  const ListScheduleProblem prob = problem(c, in);
+  ListScheduleOptions options = c.schedule;
+  options.activation_cap.clear();
+  if (limit > 0) {
+    options.activation_cap.resize(static_cast<std::size_t>(pp_));
+    for (int d = 0; d < pp_; ++d) {
+      const std::int64_t free = limit - in.static_bytes[static_cast<std::size_t>(d)];
+      options.activation_cap[static_cast<std::size_t>(d)] =
+          free < 0 ? free : static_cast<std::int64_t>(std::floor(static_cast<double>(free) * c.cap_scale));
+    }
+  }
+  ListSchedule ls = list_schedule(prob, options);
+  if (!ls.feasible()) {
+    e.problem = std::move(ls.infeasible);
+    return e;
+  }
+  if (bound > 0 && ls.makespan_ms >= bound) {
+    e.pruned = true;
+    e.makespan_ms = ls.makespan_ms;
+    return e;
+  }
+  plan.programs = std::move(ls.programs);
+
+  LowerOptions lo;
+  const int S = c.stages();
+  lo.boundary_bytes.resize(static_cast<std::size_t>(std::max(S - 1, 0)));
+  lo.durations.resize(static_cast<std::size_t>(S));
+  for (int s = 0; s < S; ++s) {
+    const StageCost& sc = in.stages[static_cast<std::size_t>(s)];
+    if (s + 1 < S) lo.boundary_bytes[static_cast<std::size_t>(s)] = sc.out_bytes;
+    const double ov = in.op_overhead_ms;
+    lo.durations[static_cast<std::size_t>(s)] = StageDurations{sc.f_ms + ov, sc.b_ms + ov, sc.w_ms + ov, sc.r_ms + ov};
+  }
+  lower(plan, lo);
+  SimOptions so;
+  so.critical_path = false;
+  fill(e, sim.run(plan, in, so));
+  if (plan_out) *plan_out = std::move(plan);
+  return e;
+}
+
+Evaluation Evaluator::evaluate_plan(const Plan& plan, Simulator& sim) const {
+  Evaluation e;
+  SimInput in = make_sim_input(plan, inputs_);
+  in.memory_limit_bytes.assign(static_cast<std::size_t>(plan.devices), static_cast<std::int64_t>(std::llround(limit_)));
+  SimOptions so;
+  so.critical_path = false;
+  fill(e, sim.run(plan, in, so));
+  return e;
+}
+
+void Evaluator::complete(Plan& plan, const std::string& method) const {
+  plan.generator = fmt::format("octoplan {}", version());
+  plan.method = method;
+  plan.model_yaml = inputs_.model_yaml;
+  plan.cluster_yaml = inputs_.cluster_yaml;
+  plan.costs_yaml = inputs_.costs_yaml;
+  plan.model_source = inputs_.model.source;
+  plan.cluster_source = inputs_.cluster.source;
+  plan.costs_source = inputs_.costs.origin;
+}
+
+}  // namespace octo

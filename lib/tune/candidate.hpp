@@ -1,0 +1,85 @@
+#pragma once
+/// One point of the tuner's search space — partition, placement, per-stage recompute and list
+/// scheduler options — and its evaluation: list-schedule the compute ops, lower the comm ops
+/// (plan/lower.hpp), simulate the lowered plan (sim/simulator.hpp).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost/inputs.hpp"
+#include "plan/plan.hpp"
+#include "sched/list_scheduler.hpp"
+#include "sim/simulator.hpp"
+
+namespace octo {
+
+struct Candidate {
+  std::vector<int> ends;                 ///< stage ends (sched/partition.hpp)
+  std::vector<int> device;               ///< stage → device
+  std::vector<std::uint8_t> recompute;   ///< per stage (0/1)
+  /// Scheduler options; activation_cap is filled in from the memory limit at evaluation.
+  ListScheduleOptions schedule;
+  /// Fraction of each device's free memory (limit − static) given to activations, (0, 1].
+  double cap_scale = 1.0;
+
+  [[nodiscard]] int stages() const { return static_cast<int>(ends.size()); }
+  /// e.g. "12 stages wave, split B/W fill-idle oldest-first reserve, recompute 2/12".
+  [[nodiscard]] std::string describe() const;
+  friend bool operator==(const Candidate&, const Candidate&) = default;
+};
+
+/// What the search compares.
+struct Evaluation {
+  bool ok = false;          ///< scheduled and simulated
+  bool pruned = false;      ///< not simulated: its lower bound already reached the bound asked for
+  std::string problem;      ///< why not (infeasible memory, ...)
+  double makespan_ms = 0;
+  double bubble_ratio = 0;
+  bool fits_memory = false;
+  std::int64_t max_peak_memory_bytes = 0;
+  std::vector<double> busy_ms, idle_ms;   ///< per device
+  std::vector<std::int64_t> peak_memory_bytes;
+  std::vector<std::int64_t> static_bytes;
+
+  /// Lexicographic: ok, then fits, then shorter makespan.
+  [[nodiscard]] bool better_than(const Evaluation& other) const;
+};
+
+/// Evaluates candidates for one set of inputs. Thread-safe (const); each thread brings its own
+/// Simulator.
+class Evaluator {
+ public:
+  /// `memory_limit_bytes` per device (0 = unlimited).
+  Evaluator(const PlannerInputs& inputs, int pp, int microbatches, double memory_limit_bytes);
+
+  [[nodiscard]] int devices() const { return pp_; }
+  [[nodiscard]] int microbatches() const { return m_; }
+  [[nodiscard]] int layers() const { return static_cast<int>(inputs_.costs.layers.size()); }
+  [[nodiscard]] const PlannerInputs& inputs() const { return inputs_; }
+  [[nodiscard]] double memory_limit_bytes() const { return limit_; }
+
+  /// The compute-only plan skeleton of a candidate (stages, sizes; no programs, no inputs).
+  [[nodiscard]] Plan skeleton(const Candidate& c) const;
+  /// The list-scheduling problem of a candidate (costs, transfers, recompute).
+  [[nodiscard]] ListScheduleProblem problem(const Candidate& c, const SimInput& in) const;
+
+  /// Schedules, lowers and simulates. `plan_out`, when given, receives the lowered plan. With
+  /// `bound` > 0, a candidate whose schedule cannot beat it (its ideal-transfer makespan, a lower
+  /// bound of the simulated one, is >= bound) is returned pruned, without lowering and simulating.
+  [[nodiscard]] Evaluation evaluate(const Candidate& c, Simulator& sim, Plan* plan_out = nullptr,
+                                    double bound = 0) const;
+
+  /// Simulates an already complete (lowered) plan, e.g. a baseline.
+  [[nodiscard]] Evaluation evaluate_plan(const Plan& plan, Simulator& sim) const;
+
+  /// Fills the embedded inputs and identification fields of a plan made by evaluate().
+  void complete(Plan& plan, const std::string& method) const;
+
+ private:
+  const PlannerInputs& inputs_;
+  int pp_ = 1, m_ = 1;
+  double limit_ = 0;
+};
+
+}  // namespace octo

@@ -1,0 +1,47 @@
+#pragma once
+/// Partition and placement building blocks of the tuner: stage → device maps beyond the baselines'
+/// shapes (wave), and partitions that balance the work of each DEVICE (a device may hold several
+/// stages), not of each stage.
+
+#include <span>
+#include <vector>
+
+namespace octo {
+
+/// The wave placement: k·p stages zig-zagging over the devices, 0..p−1, p−1..0, 0..p−1, ...
+/// (k = 2 is the V shape). Adjacent stages at a turn share a device, so their hand-off is local.
+/// Throws octo::Error unless stages is a positive multiple of devices.
+[[nodiscard]] std::vector<int> wave_placement(int stages, int devices);
+
+/// Work per device of the partition `ends` (stage ends, see sched/partition.hpp) under the
+/// stage → device map: Σ over the device's stages of Σ layer_work of the stage's layers.
+[[nodiscard]] std::vector<double> device_work(std::span<const double> layer_work, std::span<const int> ends,
+                                              std::span<const int> stage_device, int devices);
+
+/// Optional memory side condition of balance_per_device: the static bytes each layer puts on the
+/// device that holds it, and the most static bytes a device may hold.
+struct StaticLimit {
+  std::span<const double> layer_bytes;  ///< one per layer
+  double device_cap = 0;                ///< bytes per device
+};
+
+/// Contiguous stage ends for `stage_device.size()` stages that minimise the largest per-device
+/// work (then the sum of squares of the per-device work): the per-stage min-max split refined by
+/// steepest descent over moves of one stage boundary by up to `max_step` layers and, when those
+/// are stuck, of two boundaries at once (one layer each), which shifts work between devices that
+/// are not adjacent in the pipeline. With `limit`, the static bytes above the cap (summed over
+/// devices) are minimised first. Exact for one stage per device without a limit; a local optimum
+/// otherwise. Throws octo::Error when there are more stages than layers.
+[[nodiscard]] std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device,
+                                                  int devices, int max_step = 4, const StaticLimit* limit = nullptr);
+
+/// Stage ends for a wave placement of k = stages / devices sweeps (stage_device from
+/// wave_placement) with a warm-up ramp: every device gets the same share of the work, and in the
+/// first sweep stage s takes the fraction (ramp + (1 − ramp)·s/(p−1)) / k of its device's work
+/// instead of 1/k (the rest is split evenly over the device's other stages), so downstream devices
+/// start sooner. Boundaries are rounded to the layer nearest to the cumulative targets, every stage
+/// non-empty. ramp = 1 is the even split. Throws octo::Error for a bad placement or ramp.
+[[nodiscard]] std::vector<int> ramp_partition(std::span<const double> layer_work, std::span<const int> stage_device,
+                                              int devices, double ramp);
+
+}  // namespace octo

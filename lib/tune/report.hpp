@@ -1,0 +1,37 @@
+#pragma once
+/// What `octoplan plan` and `octoplan compare` print and write with --report: the tuned plan's
+/// stages and devices, and the table of the tuned plan against the ten baselines.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cost/inputs.hpp"
+#include "tune/tuner.hpp"
+
+namespace octo {
+
+/// Layer labels of [first, end) in compact form: "embedding M-M-M* (6 layers)"; long runs are
+/// shortened in the middle.
+[[nodiscard]] std::string stage_labels(const PlannerInputs& inputs, int first, int end);
+
+/// The readable summary of a tuned plan: inputs, search, stages (layer ranges and labels, device,
+/// work per micro-batch), devices (stages, busy/idle, peak memory vs limit), iteration time,
+/// bubble, tokens/s and the speed-up over the best baseline.
+[[nodiscard]] std::string format_plan_summary(const PlannerInputs& inputs, const TuneResult& result);
+
+/// The same figures as JSON (the --report of `octoplan plan`).
+[[nodiscard]] nlohmann::json plan_summary_json(const PlannerInputs& inputs, const TuneResult& result);
+
+/// One table: octopipe and every baseline (iteration time, bubble ratio, max peak memory and
+/// whether it fits, tokens/s, speed-up of octopipe over it), skipped baselines with their reason,
+/// and the speed-up over the best baseline.
+[[nodiscard]] std::string format_comparison(const PlannerInputs& inputs, const TuneResult& result);
+
+/// The comparison as JSON: {"model", "cluster", "devices", "microbatches", "memory_limit_bytes",
+/// "methods": [{"name", "iteration_time_ms", "bubble_ratio", "peak_memory_bytes", "fits_memory",
+/// "tokens_per_s", "recompute", "speedup"} or {"name", "skipped"}], "best_baseline",
+/// "best_baseline_fits", "speedup_vs_best_baseline", "search": {...}}.
+[[nodiscard]] nlohmann::json comparison_json(const PlannerInputs& inputs, const TuneResult& result);
+
+}  // namespace octo

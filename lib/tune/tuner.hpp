@@ -1,0 +1,120 @@
+#pragma once
+/// The iterative, bubble-aware tuner: co-optimises partition, placement and schedule of a
+/// pipeline-parallel training iteration with the simulator as its oracle (DESIGN.md, "Tuner").
+///
+/// 1. Baselines: the ten schedules users run today (sched/baseline.hpp); the best one that fits the
+///    memory limit is the incumbent, so the result is never worse than it.
+/// 2. Seeds: for S ∈ {p, 2p, 3p, 4p, ...} stages, sequential / interleaved / wave placements, a
+///    per-device min-max balanced partition (and the per-stage one), list-scheduled
+///    (sched/list_scheduler.hpp) under a grid of scheduler options, with recompute where memory
+///    demands it.
+/// 3. Local search from the best seeds, one neighbourhood per round, each candidate scheduled,
+///    lowered and simulated: bubble-aware layer moves between adjacent stages (from the device
+///    with the least idle time toward the one with the most), scheduler option changes, per-stage
+///    recompute, stage-device swaps and moves, stage splits and merges. The best improvement of a
+///    round is kept, everything else rolled back; seeded random kicks restart the descent from
+///    the best plan until no step helps or the time budget ends.
+/// Candidates of a round are generated deterministically and evaluated on a thread pool (one
+/// Simulator per worker) in fixed chunks, reduced in candidate order with index tie-breaks: for a
+/// given seed the result does not depend on the thread count, and two runs are identical unless
+/// the time budget (wall clock) ends the search (TuneStats::stopped_by tells).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cost/inputs.hpp"
+#include "plan/plan.hpp"
+#include "sched/baseline.hpp"
+#include "sim/simulator.hpp"
+
+namespace octo {
+
+/// A progress report (once per improvement and at least every second of search).
+struct TuneProgress {
+  double elapsed_s = 0;
+  std::string step;           ///< e.g. "baselines", "seeds", "local search: partition"
+  int round = 0;
+  std::int64_t evaluations = 0;
+  double best_iteration_ms = 0;  ///< 0 until something was evaluated
+  double best_bubble_ratio = 0;
+  bool best_fits_memory = false;
+};
+
+struct TuneOptions {
+  int pp = 0;                      ///< pipeline devices; 0: inputs.pp
+  int microbatches = 0;            ///< 0: inputs.microbatches
+  double memory_limit_bytes = 0;   ///< per device; 0: inputs.memory_limit_bytes
+  double time_budget_s = 10;       ///< wall-clock budget of the search (baselines included)
+  std::uint64_t seed = 1;
+  int threads = 0;                 ///< 0: std::thread::hardware_concurrency()
+  /// Stop after this many candidate evaluations (0: no limit): a budget that, unlike the wall
+  /// clock, gives the same result on any machine.
+  std::int64_t max_evaluations = 0;
+  bool quiet = false;              ///< no progress lines on stderr
+  /// Called with progress reports (in addition to the stderr lines unless quiet).
+  std::function<void(const TuneProgress&)> progress;
+};
+
+/// One row of the comparison: a baseline or the tuned plan.
+struct MethodSummary {
+  std::string name;
+  bool ran = false;
+  std::string skipped;        ///< why a baseline could not run
+  double iteration_time_ms = 0;
+  double bubble_ratio = 0;
+  std::int64_t peak_memory_bytes = 0;  ///< max over devices
+  bool fits_memory = false;
+  double tokens_per_s = 0;
+  bool recompute = false;     ///< the plan recomputes some stage
+};
+
+struct TuneStats {
+  std::int64_t evaluations = 0;     ///< candidates scheduled and simulated
+  std::int64_t infeasible = 0;      ///< candidates the scheduler rejected (memory)
+  std::int64_t pruned = 0;          ///< candidates whose lower bound could not beat the current plan
+  int rounds = 0;                   ///< local search rounds
+  int improvements = 0;             ///< accepted steps
+  int kicks = 0;                    ///< random restarts from the best plan
+  double elapsed_s = 0;
+  double baselines_s = 0;           ///< time spent building the baselines
+  std::string stopped_by;           ///< "converged", "time budget", "evaluation limit"
+  std::string start;                ///< the incumbent the search started from (a baseline or "none")
+  std::string origin;               ///< what the best plan is: "search" or the baseline it kept
+  std::string schedule;             ///< Candidate::describe() of the best plan, or the baseline name
+  /// Accepted steps per neighbourhood ("partition", "schedule", "recompute", "placement",
+  /// "structure", "seed").
+  std::vector<std::pair<std::string, int>> accepted;
+};
+
+struct TuneResult {
+  /// The tuned plan: method "octopipe", lowered (SEND/RECV placed), inputs embedded, `predicted`
+  /// = report_json of its simulation. It passes check_plan under `memory_limit_bytes`.
+  Plan plan;
+  SimResult sim;               ///< its simulation (with the critical path)
+  MethodSummary summary;       ///< the tuned plan as a table row
+  std::vector<MethodSummary> baselines;  ///< the ten baselines, in baseline_methods() order
+  std::vector<BaselineRun> baseline_runs;
+  /// The best baseline that fits the limit (else the fastest one; empty when none ran).
+  std::string best_baseline;
+  bool best_baseline_fits = false;
+  double best_baseline_ms = 0;
+  double speedup_vs_best_baseline = 0;   ///< best_baseline_ms / tuned iteration time
+  double memory_limit_bytes = 0;         ///< the limit the plan was made for
+  /// Set when no plan can fit the limit (e.g. static memory alone exceeds it): the search then
+  /// kept every plan within `memory_limit_bytes`, the peak of the fastest baseline, and says so.
+  std::string memory_note;
+  bool baselines_recompute_to_fit = false;  ///< baselines were allowed to recompute to fit
+  TuneStats stats;
+};
+
+/// Tunes the plan for `inputs`. Throws octo::Error for unusable inputs (e.g. more devices than
+/// layers); never returns a plan slower than the best baseline that fits.
+[[nodiscard]] TuneResult tune(const PlannerInputs& inputs, const TuneOptions& options = {});
+
+/// A table row from a plan's `predicted` report.
+[[nodiscard]] MethodSummary summarize(const std::string& name, const Plan& plan);
+
+}  // namespace octo
