@@ -1,0 +1,24 @@
+#pragma once
+// Subcommand registry of octorun: `octorun PLAN.json` trains (main.cpp); each cmd_*.cpp beside
+// main.cpp may add one subcommand (e.g. `octorun profile`) with a static Registration, so adding
+// a command is one new file and no edit here.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "exec/comm.hpp"
+
+namespace octorun {
+
+/// Runs the parsed subcommand on this rank once MPI is up; returns the process exit code. Throw
+/// octo::Error for failures: main() prints it and aborts the job (other ranks may be waiting).
+using Runner = std::function<int(octo::exec::Comm& world)>;
+/// Adds the subcommand to `app` and returns what runs it once the command line is parsed.
+using Setup = Runner (*)(CLI::App& app);
+
+struct Registration {
+  /// `order` sorts subcommands in --help.
+  Registration(int order, Setup setup);
+};
+
+}  // namespace octorun

@@ -1,0 +1,52 @@
+#pragma once
+/// What a run measured, gathered over the ranks: the `--report` JSON (measured beside the plan's
+/// predicted figures) and the `--trace` timeline, in the simulator's trace format (sim/trace.hpp)
+/// so the measured and the simulated timelines open side by side.
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "exec/comm.hpp"
+#include "exec/runtime.hpp"
+#include "sim/trace.hpp"
+
+namespace octo::exec {
+
+/// Every rank's StepStats of a run, gathered (collective over `world`; all ranks get it).
+struct RunStats {
+  int ranks = 0;
+  int steps = 0;
+  /// [rank][step] figures, spans included.
+  std::vector<std::vector<StepStats>> per_rank;
+  std::vector<double> losses;  ///< per step, from the rank holding the LM head of replica 0
+};
+
+[[nodiscard]] RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, Comm& world);
+
+/// Medians over the measured steps (those after `warmup`, or the last one if there are no more):
+///   iteration_time_ms   step wall time (op list, gradient all-reduce, optimizer), slowest rank
+///   pipeline_time_ms    step start to the last op end over all ranks (the simulator's makespan)
+///   bubble_ratio        1 − Σ busy / (ranks × pipeline time), per step
+///   tokens_per_s        tokens of a step (all replicas) / iteration time
+///   overhead_us_per_op  runtime time outside compute and transfer waits, per op
+///   start_delay_ratio   Σ start delays / (ranks × pipeline time): the part of the bubble due to
+///                       the transport and the runtime, not to the plan or the op times
+///   ranks[]             rank, device, replica, busy_ms, idle_ms (pipeline time − busy), wait_ms,
+///                       overhead_ms, allreduce_ms, start_delay_ms (Σ over compute ops of their
+///                       start − max(previous compute op's end, the SEND posts of their
+///                       cross-device inputs)), peak_activation_bytes (max over steps), ops
+/// and the mean F/B/W/BW/R time of every stage (stage_ms).
+[[nodiscard]] nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int warmup);
+
+/// The simulator's figures for the same plan with the measured per-stage op times in place of
+/// the plan's costs (links from the plan's cluster): how far the executor is from the model of
+/// it, with the cost estimate taken out. Throws octo::Error when the plan's inputs cannot be
+/// simulated.
+[[nodiscard]] nlohmann::json resimulate_json(const ExecPlan& plan, const nlohmann::json& measured);
+
+/// The measured timeline of the last step of `stats`: per rank a
+/// process "device d" ("device d replica q" for q > 0) with tracks "compute" and "comm", SEND →
+/// RECV flow arrows, as sim_timeline draws the simulation.
+[[nodiscard]] Timeline measured_timeline(const ExecPlan& plan, const RunStats& stats);
+
+}  // namespace octo::exec

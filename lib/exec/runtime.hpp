@@ -1,0 +1,150 @@
+#pragma once
+/// The per-rank runtime: runs one rank's share of a plan, step after step.
+///
+/// Ranks: world rank = replica × plan.devices + device, so the ranks of one data-parallel
+/// replica form a pipeline (pipeline rank = plan device) and the ranks of one plan device across
+/// replicas form its data-parallel group.
+///
+/// A step walks the device's op list in order (CONTRACTS.md, "Plan / schedule semantics"):
+///   RECV  allocates the tensor and posts the receive at once (as early as the order allows);
+///   SEND  posts the send of the tensor its producer left behind; the buffer lives until the
+///         send has completed;
+///   F/R/B/W/BW run on the stage's StageNet; a compute op waits for a received input only right
+///         before it runs; a tensor for a stage on the same device is handed over locally;
+/// activations are released when their last user has run (StageNet frees layer inputs in B and
+/// the rest in W). Transfers are matched by tag (producer stage, micro-batch, tensor kind), and
+/// are posted in the checked plan order. Posting never blocks and a wait for a RECV only blocks
+/// the ops listed after it, so every op here can start no later (in causal order) than under the
+/// plan's stricter rendezvous semantics: a plan that passes the deadlock check cannot hang here. Then the
+/// layer gradients are summed over the data-parallel group, and update() applies AdamW.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/comm.hpp"
+#include "nn/data.hpp"
+#include "nn/device.hpp"
+#include "nn/model.hpp"
+#include "nn/optim.hpp"
+#include "plan/plan.hpp"
+#include "spec/model.hpp"
+
+namespace octo::exec {
+
+/// A plan checked for execution, and the model it trains.
+struct ExecPlan {
+  Plan plan;
+  std::string source;  ///< the plan file (or a name), for messages
+  /// The embedded model with seq_len and training.micro_batch taken from the plan, so the
+  /// sequential reference sees the same shapes.
+  ModelSpec model;
+  [[nodiscard]] int world_size() const { return plan.devices * plan.dp; }
+  [[nodiscard]] int stages() const { return static_cast<int>(plan.stages.size()); }
+};
+
+/// Everything that is checked before any work: the world size equals devices × dp; the plan is
+/// structurally valid against its embedded model and deadlock-free (the checks of `octoplan
+/// check`, plan/validate.hpp and plan/deadlock.hpp); micro-batch and sequence sizes fit the
+/// model; tp is 1. Throws octo::Error naming `source` and the problem.
+[[nodiscard]] ExecPlan prepare_plan(Plan plan, std::string source, int world_size);
+/// load_plan + prepare_plan.
+[[nodiscard]] ExecPlan load_exec_plan(const std::string& path, int world_size);
+
+/// Fault injection for tests: at op `op` (position in the device's program) of step `step`,
+/// rank `rank` throws (Throw) or kills itself with SIGKILL (Kill) — a crashed peer.
+struct FaultInjection {
+  enum class Kind : std::uint8_t { None, Throw, Kill };
+  Kind kind = Kind::None;
+  int rank = -1;
+  int op = 0;
+  std::int64_t step = 0;
+  /// "throw:RANK:OP[:STEP]" or "kill:RANK:OP[:STEP]" (the OCTO_EXEC_FAULT variable); throws
+  /// octo::Error for anything else.
+  [[nodiscard]] static FaultInjection parse(const std::string& text);
+};
+
+struct RuntimeOptions {
+  std::uint64_t seed = 1;  ///< parameter initialization (nn/init.hpp)
+  nn::AdamWConfig optimizer;
+  FaultInjection fault;
+};
+
+/// Measured span of one op of the device's program, µs since the step started (all ranks start a
+/// step together after a barrier). Comm ops span from posting to the observed completion; a
+/// compute op starts after its inputs have arrived.
+struct OpSpan {
+  double start_us = 0;
+  double end_us = 0;
+};
+
+struct StepStats {
+  std::int64_t step = 0;
+  /// Mean loss per token of the whole step (all micro-batches and replicas); on the ranks holding
+  /// the LM head, NaN elsewhere.
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  double step_ms = 0;       ///< the step's wall time: op list and gradient all-reduce
+  double pipeline_ms = 0;   ///< step start to the end of this rank's last op (the simulated makespan)
+  double busy_ms = 0;       ///< Σ compute op durations
+  double wait_ms = 0;       ///< blocked on transfers (receives before consumers, sends at the end)
+  double overhead_ms = 0;   ///< the rest of the op walk: posting, hand-offs, bookkeeping
+  double allreduce_ms = 0;  ///< data-parallel gradient all-reduce
+  double update_ms = 0;     ///< the optimizer step (filled in by whoever calls update())
+  int ops = 0;              ///< ops walked (compute and comm)
+  std::int64_t peak_activation_bytes = 0;  ///< device memory above the step's start, at its peak
+  std::vector<OpSpan> spans;               ///< per op of the program
+};
+
+class Runtime {
+ public:
+  /// Splits `world` into the pipeline and data-parallel groups (collective: every rank of the
+  /// world constructs its runtime) and builds this rank's stages with parameters from
+  /// options.seed. `world`, `device` and `data` must outlive the runtime; the plan is copied.
+  Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn::TextData& data,
+          const RuntimeOptions& options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Runs training step `index` (micro-batches nn::microbatch_index(index, m, M, replica, dp)):
+  /// zeroes the gradients, walks the op list, sums the gradients over the data-parallel group.
+  /// Errors are octo::Error "[rank r] error at <op> (step s, op i of device d): ...".
+  StepStats step(std::int64_t index);
+  /// AdamW on every local parameter (after step()); `lr` < 0: the configured rate.
+  void update(float lr = -1);
+
+  [[nodiscard]] int rank() const { return rank_; }
+  [[nodiscard]] int device() const { return device_index_; }
+  [[nodiscard]] int replica() const { return replica_; }
+  [[nodiscard]] bool owns_lm_head() const;
+  [[nodiscard]] const ExecPlan& plan() const { return plan_; }
+  /// This rank's layers in model order (their params().grads() after a step).
+  [[nodiscard]] std::vector<nn::Layer*> layers();
+  [[nodiscard]] std::size_t param_count() const;
+  /// The tag of the tensor (producer stage, micro-batch, kind).
+  [[nodiscard]] int tag(int stage, int mb, TensorKind kind) const;
+
+ private:
+  struct StepState;
+  void run_op(StepState& st, std::size_t index);
+  nn::Buffer take_input(StepState& st, int producer, int mb, TensorKind kind);
+  void hand_off(StepState& st, int producer, int mb, TensorKind kind, nn::Buffer tensor);
+  void progress(StepState& st);
+  nn::StageNet& net(int stage);
+
+  ExecPlan plan_;
+  Comm& world_;
+  nn::Device& device_;
+  const nn::TextData& data_;
+  RuntimeOptions options_;
+  int rank_ = 0, device_index_ = 0, replica_ = 0;
+  std::unique_ptr<Comm> pipeline_, dp_group_;
+  std::vector<int> local_of_stage_;  ///< global stage → index into nets_, or -1
+  std::vector<std::unique_ptr<nn::StageNet>> nets_;
+  std::unique_ptr<nn::AdamW> optimizer_;
+};
+
+}  // namespace octo::exec

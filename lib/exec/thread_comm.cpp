@@ -1,0 +1,264 @@
+#include "exec/thread_comm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace octo::exec {
+namespace thread_detail {
+
+struct WorldState {
+  std::atomic<int> aborted_by{-1};
+  std::atomic<int> abort_code{0};
+
+  void throw_if_aborted(int rank) const {
+    const int by = aborted_by.load();
+    if (by >= 0) fail("rank {}: the job was aborted by rank {} (code {})", rank, by, abort_code.load());
+  }
+};
+
+/// One posted, not yet matched transfer.
+struct Transfer {
+  float* dst = nullptr;        ///< receive side
+  const float* src = nullptr;  ///< send side
+  std::size_t count = 0;
+  bool done = false;
+  std::string error;  ///< set on both sides when the sizes do not match
+};
+
+/// The state of one group: its members (world ranks), the unmatched transfers per
+/// (source, destination, tag), and the collective rendezvous.
+struct Group {
+  std::shared_ptr<WorldState> world;
+  std::vector<int> world_ranks;  ///< group rank → world rank
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  using Key = std::tuple<int, int, int>;  ///< (source, destination, tag) in group ranks
+  std::map<Key, std::deque<std::shared_ptr<Transfer>>> sends, recvs;
+
+  // Collectives: every rank adds its contribution; the last one to arrive finishes the round.
+  int arrived = 0;
+  std::uint64_t generation = 0;
+  std::vector<float> accumulator, result;
+  ReduceOp op = ReduceOp::Sum;
+  std::vector<std::pair<int, int>> split_keys;                       ///< (color, key) per group rank
+  std::vector<std::pair<std::shared_ptr<Group>, int>> split_result;  ///< new group and rank
+
+  [[nodiscard]] int size() const { return static_cast<int>(world_ranks.size()); }
+};
+
+/// Copies and completes a matched pair (called with the group mutex held).
+void complete(Transfer& send, Transfer& recv) {
+  if (send.count != recv.count) {
+    const std::string e = fmt::format("size mismatch: {} floats sent, {} expected", send.count, recv.count);
+    send.error = recv.error = e;
+  } else if (send.count) {
+    std::memcpy(recv.dst, send.src, send.count * sizeof(float));
+  }
+  send.done = recv.done = true;
+}
+
+class ThreadPending final : public PendingOp {
+ public:
+  ThreadPending(std::shared_ptr<Group> group, std::shared_ptr<Transfer> t, Group::Key key, bool is_send,
+                int rank)
+      : group_(std::move(group)), t_(std::move(t)), key_(key), is_send_(is_send), rank_(rank) {}
+
+  bool test() override {
+    group_->world->throw_if_aborted(group_->world_ranks[static_cast<std::size_t>(rank_)]);
+    std::lock_guard lock(group_->mutex);
+    if (!t_->error.empty()) fail("rank {}: {} failed: {}", rank_, describe(), t_->error);
+    return t_->done;
+  }
+  void cancel() noexcept override {
+    std::lock_guard lock(group_->mutex);
+    auto& queues = is_send_ ? group_->sends : group_->recvs;
+    auto it = queues.find(key_);
+    if (it == queues.end()) return;
+    auto& q = it->second;
+    q.erase(std::remove(q.begin(), q.end(), t_), q.end());
+  }
+  std::string describe() const override {
+    const auto [src, dst, tag] = key_;
+    return is_send_ ? fmt::format("isend to rank {} (tag {}, {} floats)", dst, tag, t_->count)
+                    : fmt::format("irecv from rank {} (tag {}, {} floats)", src, tag, t_->count);
+  }
+
+ private:
+  std::shared_ptr<Group> group_;
+  std::shared_ptr<Transfer> t_;
+  Group::Key key_;
+  bool is_send_;
+  int rank_;
+};
+
+class ThreadComm final : public Comm {
+ public:
+  ThreadComm(std::shared_ptr<Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  std::string_view backend() const override { return "threads"; }
+  int max_tag() const override { return 1 << 30; }
+
+  Request isend(std::span<const float> data, int peer, int tag) override {
+    return post(const_cast<float*>(data.data()), data.size(), peer, tag, true);
+  }
+  Request irecv(std::span<float> data, int peer, int tag) override {
+    return post(data.data(), data.size(), peer, tag, false);
+  }
+
+  void all_reduce(std::span<float> data, ReduceOp op) override {
+    Group& g = *group_;
+    std::unique_lock lock(g.mutex);
+    if (g.arrived == 0) {
+      g.accumulator.assign(data.begin(), data.end());
+      g.op = op;
+    } else {
+      if (g.accumulator.size() != data.size() || g.op != op)
+        fail("rank {}: all_reduce of {} floats does not match the other ranks' {} floats", rank_, data.size(),
+             g.accumulator.size());
+      for (std::size_t i = 0; i < data.size(); ++i)
+        g.accumulator[i] =
+            op == ReduceOp::Sum ? g.accumulator[i] + data[i] : std::max(g.accumulator[i], data[i]);
+    }
+    await_round(lock, "all_reduce", [&] { g.result = g.accumulator; });
+    std::copy(g.result.begin(), g.result.end(), data.begin());
+  }
+
+  void barrier() override { all_reduce({}, ReduceOp::Sum); }
+
+  std::unique_ptr<Comm> split(int color, int key) override {
+    Group& g = *group_;
+    std::unique_lock lock(g.mutex);
+    if (g.arrived == 0) g.split_keys.assign(static_cast<std::size_t>(g.size()), {0, 0});
+    g.split_keys[static_cast<std::size_t>(rank_)] = {color, key};
+    await_round(lock, "split", [&] {
+      // Group ranks by color, order each group by (key, old rank).
+      std::map<int, std::vector<std::pair<int, int>>> members;
+      for (int r = 0; r < g.size(); ++r)
+        members[g.split_keys[static_cast<std::size_t>(r)].first].push_back(
+            {g.split_keys[static_cast<std::size_t>(r)].second, r});
+      g.split_result.assign(static_cast<std::size_t>(g.size()), {});
+      for (auto& [c, list] : members) {
+        std::sort(list.begin(), list.end());
+        auto child = std::make_shared<Group>();
+        child->world = g.world;
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          child->world_ranks.push_back(g.world_ranks[static_cast<std::size_t>(list[i].second)]);
+          g.split_result[static_cast<std::size_t>(list[i].second)] = {child, static_cast<int>(i)};
+        }
+      }
+    });
+    auto [child, child_rank] = g.split_result[static_cast<std::size_t>(rank_)];
+    auto comm = std::make_unique<ThreadComm>(child, child_rank);
+    comm->set_timeout(timeout());
+    return comm;
+  }
+
+  void abort(int code) noexcept override {
+    int expected = -1;
+    group_->world->abort_code = code;
+    group_->world->aborted_by.compare_exchange_strong(expected,
+                                                      group_->world_ranks[static_cast<std::size_t>(rank_)]);
+  }
+
+ private:
+  Request post(float* buffer, std::size_t count, int peer, int tag, bool is_send) {
+    Group& g = *group_;
+    if (peer < 0 || peer >= g.size())
+      fail("rank {}: {} peer {} out of range (group of {})", rank_, is_send ? "isend" : "irecv", peer,
+           g.size());
+    if (tag < 0 || tag > max_tag()) fail("rank {}: tag {} out of range", rank_, tag);
+    g.world->throw_if_aborted(g.world_ranks[static_cast<std::size_t>(rank_)]);
+    auto t = std::make_shared<Transfer>();
+    t->count = count;
+    if (is_send) {
+      t->src = buffer;
+    } else {
+      t->dst = buffer;
+    }
+    const Group::Key key = is_send ? Group::Key{rank_, peer, tag} : Group::Key{peer, rank_, tag};
+    {
+      std::lock_guard lock(g.mutex);
+      auto& other = is_send ? g.recvs[key] : g.sends[key];
+      if (!other.empty()) {
+        std::shared_ptr<Transfer> match = other.front();
+        other.pop_front();
+        if (is_send) {
+          complete(*t, *match);
+        } else {
+          complete(*match, *t);
+        }
+      } else {
+        (is_send ? g.sends[key] : g.recvs[key]).push_back(t);
+      }
+    }
+    return make_request(std::make_unique<ThreadPending>(group_, t, key, is_send, rank_));
+  }
+
+  /// Waits, with the lock held on entry, until every rank of the group has arrived in this round;
+  /// the last one runs `finish` (still under the lock) before releasing the others.
+  template <typename Finish>
+  void await_round(std::unique_lock<std::mutex>& lock, const char* what, Finish finish) {
+    Group& g = *group_;
+    const std::uint64_t my_generation = g.generation;
+    if (++g.arrived == g.size()) {
+      finish();
+      g.arrived = 0;
+      ++g.generation;
+      g.cv.notify_all();
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout();
+    while (g.generation == my_generation) {
+      g.cv.wait_for(lock, std::chrono::milliseconds(5));
+      if (g.generation != my_generation) break;
+      const int world_rank = g.world_ranks[static_cast<std::size_t>(rank_)];
+      if (g.world->aborted_by.load() >= 0) {
+        --g.arrived;
+        g.world->throw_if_aborted(world_rank);
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        --g.arrived;
+        fail("rank {}: timed out after {:.1f} s in {} ({} of {} ranks arrived)", rank_,
+             std::chrono::duration<double>(timeout()).count(), what, g.arrived + 1, g.size());
+      }
+    }
+  }
+
+  std::shared_ptr<Group> group_;
+  int rank_;
+};
+
+}  // namespace thread_detail
+
+ThreadWorld::ThreadWorld(int size) : state_(std::make_shared<thread_detail::WorldState>()) {
+  if (size <= 0) fail("ThreadWorld: size must be positive (got {})", size);
+  world_group_ = std::make_shared<thread_detail::Group>();
+  world_group_->world = state_;
+  for (int r = 0; r < size; ++r) world_group_->world_ranks.push_back(r);
+}
+
+ThreadWorld::~ThreadWorld() = default;
+
+int ThreadWorld::size() const { return world_group_->size(); }
+
+std::unique_ptr<Comm> ThreadWorld::comm(int rank) {
+  if (rank < 0 || rank >= size()) fail("ThreadWorld: rank {} out of range (size {})", rank, size());
+  return std::make_unique<thread_detail::ThreadComm>(world_group_, rank);
+}
+
+bool ThreadWorld::aborted() const { return state_->aborted_by.load() >= 0; }
+int ThreadWorld::aborted_by() const { return state_->aborted_by.load(); }
+
+}  // namespace octo::exec

@@ -1,0 +1,239 @@
+#include "exec/train.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/log.hpp"
+#include "exec/report.hpp"
+#include "nn/cpu_device.hpp"
+#include "nn/data.hpp"
+#include "sim/trace.hpp"
+
+#ifndef OCTO_DEFAULT_DATA
+#define OCTO_DEFAULT_DATA ""
+#endif
+
+namespace octo::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kDataRelative = "profiles/data/tiny-corpus.txt";
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+/// Refuses early when an output's folder is missing, so no rank starts work that cannot be saved.
+void check_writable(const std::string& path, std::string_view option) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail("{} {}: folder {} does not exist", option, path, dir.string());
+  if (fs::is_directory(p, ec)) fail("{} {}: is a directory (expected a file path)", option, path);
+}
+
+struct Setup {
+  std::unique_ptr<nn::Device> device;
+  ExecPlan plan;
+  std::optional<nn::TextData> data;
+};
+
+Setup set_up(const Comm& world, const TrainOptions& o) {
+  if (o.steps <= 0) fail("--steps {}: expected a positive number of steps", o.steps);
+  if (!(o.lr > 0) || !std::isfinite(o.lr)) fail("--lr {}: expected a positive learning rate", o.lr);
+  if (!(o.timeout_s > 0)) fail("--timeout {}: expected a positive number of seconds", o.timeout_s);
+  check_writable(o.report_path, "--report");
+  check_writable(o.trace_path, "--trace");
+  Setup s;
+  s.device = make_device(o.backend);
+  s.plan = load_exec_plan(o.plan_path, world.size());
+  s.data.emplace(nn::TextData::load(o.data_path.empty() ? default_data_path() : o.data_path));
+  // Fails now, not mid-step, when the text is too short for the plan's sequences.
+  (void)s.data->microbatch(0, s.plan.plan.micro_batch, static_cast<int>(s.plan.plan.seq));
+  return s;
+}
+
+void print_check(const GradientCheck& c, double tolerance) {
+  fmt::print("gradient check (step 0, {} layers against the sequential reference):\n", c.layer_diff.size());
+  for (std::size_t i = 0; i < c.layer_diff.size(); ++i)
+    fmt::print("  layer {:>3} {:<10} max relative difference {:.3e}\n", i, c.layer_label[i], c.layer_diff[i]);
+  fmt::print(
+      "largest relative difference {:.3e} (layer {} {}); loss {:.6f} vs reference {:.6f} (relative {:.3e}); "
+      "tolerance {:.0e}: {}\n",
+      c.max_diff, c.worst_layer,
+      c.worst_layer >= 0 ? c.layer_label[static_cast<std::size_t>(c.worst_layer)] : "", c.loss,
+      c.reference_loss, c.loss_diff, tolerance, c.passed(tolerance) ? "PASSED" : "FAILED");
+}
+
+nlohmann::json check_json(const GradientCheck& c, double tolerance) {
+  return {{"max_relative_difference", c.max_diff},
+          {"worst_layer", c.worst_layer},
+          {"layer_relative_difference", c.layer_diff},
+          {"loss", c.loss},
+          {"reference_loss", c.reference_loss},
+          {"loss_relative_difference", c.loss_diff},
+          {"tolerance", tolerance},
+          {"passed", c.passed(tolerance)}};
+}
+
+}  // namespace
+
+std::string default_data_path() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(kDataRelative, ec)) return kDataRelative;
+  const std::string built = OCTO_DEFAULT_DATA;
+  if (!built.empty() && fs::is_regular_file(built, ec)) return built;
+  fail("no --data given, and the default text was found neither at ./{} nor at {}", kDataRelative,
+       built.empty() ? std::string("<unknown source tree>") : built);
+}
+
+std::unique_ptr<nn::Device> make_device(const std::string& backend) {
+  if (backend == "cpu") return std::make_unique<nn::CpuDevice>(1);
+  if (backend == "cuda")
+    fail(
+        "--backend cuda: not built with CUDA / no GPU (this octorun has no CUDA device yet; use --backend "
+        "cpu)");
+  fail("--backend {}: unknown backend (expected cpu or cuda)", backend);
+}
+
+TrainResult train(Comm& world, const TrainOptions& o) {
+  TrainResult result;
+  world.set_timeout(
+      std::chrono::milliseconds(static_cast<std::int64_t>(std::max(o.timeout_s, 0.001) * 1000.0)));
+  log::set_rank(world.rank());
+
+  // Set-up: local work only, then every rank learns whether some rank failed, so a bad plan or a
+  // world-size mismatch ends the job cleanly with one message, before any compute.
+  std::optional<Setup> setup;
+  std::string error;
+  try {
+    setup.emplace(set_up(world, o));
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  float flag = error.empty() ? 0.0f : static_cast<float>(world.size() - world.rank());
+  world.all_reduce(std::span<float>(&flag, 1), ReduceOp::Max);
+  if (flag > 0) {
+    result.exit_code = 2;
+    if (world.rank() == world.size() - static_cast<int>(flag)) result.error = error;
+    return result;
+  }
+
+  const ExecPlan& plan = setup->plan;
+  const Plan& p = plan.plan;
+  nn::Device& device = *setup->device;
+  const nn::TextData& data = *setup->data;
+  RuntimeOptions ro;
+  ro.seed = o.seed;
+  ro.optimizer.lr = o.lr;
+  ro.fault = o.fault;
+  Runtime runtime(plan, world, device, data, ro);
+  const bool printer = runtime.owns_lm_head() && runtime.replica() == 0;
+  const double tokens =
+      static_cast<double>(p.microbatches) * p.micro_batch * static_cast<double>(p.seq) * p.dp;
+
+  if (world.rank() == 0) {
+    fmt::print(
+        "octorun: {} ({}), model {}: {} pipeline device{} x dp {}, {} stages, {} micro-batches of {} x {} "
+        "tokens; backend {}, transport {}, {} ranks; data {}\n",
+        o.plan_path, p.method.empty() ? "unnamed method" : p.method, plan.model.name, p.devices,
+        p.devices == 1 ? "" : "s", p.dp, p.stages.size(), p.microbatches, p.micro_batch, p.seq, o.backend,
+        world.backend(), world.size(), data.source());
+    std::fflush(stdout);
+  }
+
+  std::vector<StepStats> steps;
+  for (int s = 0; s < o.steps; ++s) {
+    const auto start = Clock::now();
+    StepStats st = runtime.step(s);
+    if (o.check && s == 0) {
+      result.check = check_gradients(runtime, world, device, data, o.seed, s, st.loss);
+      if (world.rank() == 0) {
+        print_check(*result.check, o.check_tolerance);
+        std::fflush(stdout);
+      }
+    }
+    const auto before_update = Clock::now();
+    runtime.update(o.lr);
+    st.update_ms = ms_since(before_update);
+    const double wall_ms = ms_since(start);
+    if (printer && !o.quiet && (s % std::max(o.print_every, 1) == 0 || s + 1 == o.steps)) {
+      fmt::print("step {:>5}  loss {:.4f}  {:>9.0f} tokens/s  {:8.1f} ms\n", s, st.loss,
+                 tokens / (wall_ms / 1000.0), wall_ms);
+      std::fflush(stdout);
+    }
+    st.spans.shrink_to_fit();
+    steps.push_back(std::move(st));
+  }
+
+  const RunStats stats = gather_stats(plan, steps, world);
+  result.losses = stats.losses;
+  nlohmann::json measured = measured_json(plan, stats, o.warmup_steps);
+  nlohmann::json report = {{"command", "octorun"},
+                           {"plan", o.plan_path},
+                           {"method", p.method},
+                           {"model", plan.model.name},
+                           {"backend", o.backend},
+                           {"transport", world.backend()},
+                           {"world_size", world.size()},
+                           {"devices", p.devices},
+                           {"dp", p.dp},
+                           {"stages", p.stages.size()},
+                           {"microbatches", p.microbatches},
+                           {"micro_batch", p.micro_batch},
+                           {"seq", p.seq},
+                           {"seed", o.seed},
+                           {"lr", o.lr},
+                           {"warmup_steps", o.warmup_steps},
+                           {"measured", measured},
+                           {"predicted", p.predicted}};
+  try {
+    report["predicted_with_measured_costs"] = resimulate_json(plan, measured);
+  } catch (const std::exception& e) {
+    report["predicted_with_measured_costs"] = {{"error", e.what()}};
+  }
+  if (result.check) report["check"] = check_json(*result.check, o.check_tolerance);
+  result.report = report;
+
+  if (world.rank() == 0) {
+    const auto pred = [&](const char* key) {
+      return p.predicted.is_object() && p.predicted.contains(key)
+                 ? fmt::format("{:.1f}", p.predicted.at(key).get<double>() *
+                                             (std::string(key) == "bubble_ratio" ? 100.0 : 1.0))
+                 : std::string("n/a");
+    };
+    fmt::print(
+        "measured over {} step(s) after {} warm-up: iteration {:.2f} ms (pipeline {:.2f} ms, plan predicts "
+        "{} ms), bubble {:.1f} % (plan predicts {} %), {:.0f} tokens/s, runtime overhead {:.1f} us/op\n",
+        measured.at("measured_steps").get<int>(), std::min(o.warmup_steps, o.steps - 1),
+        measured.at("iteration_time_ms").get<double>(), measured.at("pipeline_time_ms").get<double>(),
+        pred("iteration_time_ms"), 100.0 * measured.at("bubble_ratio").get<double>(), pred("bubble_ratio"),
+        measured.at("tokens_per_s").get<double>(), measured.at("overhead_us_per_op").get<double>());
+    const auto& re = report["predicted_with_measured_costs"];
+    if (re.contains("bubble_ratio"))
+      fmt::print("simulated with the measured op times: iteration {:.2f} ms, bubble {:.1f} %\n",
+                 re.at("iteration_time_ms").get<double>(), 100.0 * re.at("bubble_ratio").get<double>());
+    if (!o.report_path.empty()) {
+      write_file_atomic(o.report_path, report.dump(2) + "\n");
+      fmt::print("wrote {}\n", o.report_path);
+    }
+    if (!o.trace_path.empty()) {
+      write_trace(o.trace_path, measured_timeline(plan, stats));
+      fmt::print("wrote {} (open in ui.perfetto.dev)\n", o.trace_path);
+    }
+    std::fflush(stdout);
+  }
+  if (result.check && !result.check->passed(o.check_tolerance)) result.exit_code = 1;
+  return result;
+}
+
+}  // namespace octo::exec

@@ -1,0 +1,60 @@
+#pragma once
+/// One octorun job on one rank: set up (plan, data, backend), train for some steps, print the
+/// loss, optionally check the gradients, write the report and the trace. octorun's main() only
+/// parses options, starts MPI and calls train().
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/comm.hpp"
+#include "exec/grad_check.hpp"
+#include "exec/runtime.hpp"
+#include "nn/device.hpp"
+
+namespace octo::exec {
+
+struct TrainOptions {
+  std::string plan_path;
+  std::string backend = "cpu";  ///< cpu | cuda
+  int steps = 1;
+  std::string data_path;  ///< empty: default_data_path()
+  std::uint64_t seed = 1;
+  float lr = 1e-3f;
+  std::string report_path;  ///< --report: JSON, written by world rank 0
+  std::string trace_path;   ///< --trace: Chrome trace of the last step, written by world rank 0
+  bool check = false;       ///< compare the first step's gradients with the sequential reference
+  double check_tolerance = 1e-4;
+  double timeout_s = 60;  ///< limit of every transfer wait and collective
+  int warmup_steps = 1;   ///< steps left out of the measured medians
+  int print_every = 1;    ///< loss line every k steps (and the last one)
+  bool quiet = false;     ///< no loss lines (the summary is still printed)
+  FaultInjection fault;
+};
+
+struct TrainResult {
+  /// 0: success; 1: the gradient check failed; 2: the set-up failed on some rank (every rank
+  /// returns 2; `error` is set on the lowest failing rank only, so the message is printed once).
+  int exit_code = 0;
+  std::string error;
+  std::vector<double> losses;          ///< per step (all ranks)
+  std::optional<GradientCheck> check;  ///< with --check (all ranks)
+  nlohmann::json report;               ///< the --report contents (all ranks)
+};
+
+/// profiles/data/tiny-corpus.txt under the current folder if present, else under the source tree
+/// the binary was built from; throws octo::Error naming both when neither exists.
+[[nodiscard]] std::string default_data_path();
+
+/// The compute backend by name: "cpu" (CpuDevice, one BLAS thread per rank); "cuda" throws
+/// octo::Error "not built with CUDA / no GPU" until the CUDA device exists.
+[[nodiscard]] std::unique_ptr<nn::Device> make_device(const std::string& backend);
+
+/// Runs the job on this rank; collective over `world`. Set-up problems (bad plan, world size,
+/// unreadable data, unknown backend) are agreed on by all ranks before any work and returned
+/// (exit code 2). Errors while training are thrown as octo::Error "[rank r] error at <op>: ...":
+/// the caller prints them and aborts the job (Comm::abort).
+[[nodiscard]] TrainResult train(Comm& world, const TrainOptions& options);
+
+}  // namespace octo::exec

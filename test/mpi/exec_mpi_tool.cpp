@@ -1,0 +1,165 @@
+// Test helper for the mpirun tests of the executor.
+//
+//   exec_mpi_tool make-deadlock IN.json OUT.json
+//       Moves one RECV of a valid plan to the front of its device's list so that the plan still
+//       passes structural validation but deadlocks under the rendezvous semantics.
+//   mpirun -np N exec_mpi_tool property --count K --seed S --model M.yaml --data TEXT
+//       Runs K random valid plans (random uneven partition, placement, recompute, fused or split
+//       backward, random op order, lowered by lib/plan) in one launch: each one step, then the
+//       gradient check against the sequential reference. Exit 0 only if every plan completes
+//       within --max-seconds and passes the check (relative difference <= --tolerance).
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "exec/grad_check.hpp"
+#include "exec/mpi_comm.hpp"
+#include "exec/runtime.hpp"
+#include "mpi/random_plan.hpp"
+#include "nn/cpu_device.hpp"
+#include "plan/deadlock.hpp"
+#include "plan/plan_io.hpp"
+#include "plan/validate.hpp"
+#include "spec/loader.hpp"
+
+namespace {
+
+using namespace octo;
+
+int make_deadlock(const std::string& in, const std::string& out) {
+  Plan plan = load_plan(in);
+  for (std::size_t d = 0; d < plan.programs.size(); ++d) {
+    auto& program = plan.programs[d];
+    for (std::size_t i = 1; i < program.size(); ++i) {
+      if (program[i].kind != OpKind::Recv) continue;
+      const std::vector<Op> saved = program;
+      const Op recv = program[i];
+      program.erase(program.begin() + static_cast<std::ptrdiff_t>(i));
+      program.insert(program.begin(), recv);
+      if (validate_plan(plan).empty() && check_deadlock(plan).deadlock) {
+        plan.method += "-deadlock";
+        save_plan(plan, out);
+        fmt::print("moved {} of device {} from position {} to 0: {}\n", describe(recv), d, i,
+                   check_deadlock(plan).message);
+        return 0;
+      }
+      program = saved;
+    }
+  }
+  fmt::print(stderr, "make-deadlock: no single RECV move makes {} deadlock\n", in);
+  return 1;
+}
+
+struct PropertyArgs {
+  int count = 100;
+  unsigned seed = 1;
+  std::string model, data;
+  double timeout_s = 30, max_seconds = 60, tolerance = 1e-4;
+};
+
+int property(exec::Comm& world, const PropertyArgs& a) {
+  const ModelSpec model = load_model(a.model);
+  const std::string yaml = read_file(a.model);
+  const nn::TextData data = nn::TextData::load(a.data);
+  nn::CpuDevice device(1);
+  world.set_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(a.timeout_s * 1000)));
+  std::mt19937 rng(a.seed);
+  const int W = world.size();
+  int failures = 0;
+  double slowest = 0;
+  for (int i = 0; i < a.count; ++i) {
+    exec::testing::RandomPlanOptions o;
+    // Every world size runs pipelines over all ranks; a world of 4 also runs DP 2 x PP 2.
+    o.dp = (W % 2 == 0 && W > 2 && i % 3 == 2) ? 2 : 1;
+    o.devices = W / o.dp;
+    Plan plan = exec::testing::random_plan(rng, model, yaml, o);
+    std::string shape;
+    for (const Stage& st : plan.stages)
+      shape += fmt::format("[{},{}){}@{} ", st.first_layer, st.end_layer, st.recompute ? "r" : "", st.device);
+    const auto start = std::chrono::steady_clock::now();
+    const exec::ExecPlan ep = exec::prepare_plan(std::move(plan), fmt::format("random plan {}", i), W);
+    exec::Runtime rt(ep, world, device, data);
+    const exec::StepStats st = rt.step(0);
+    const exec::GradientCheck check = exec::check_gradients(rt, world, device, data, 1, 0, st.loss);
+    float seconds =
+        static_cast<float>(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    world.all_reduce(std::span<float>(&seconds, 1), exec::ReduceOp::Max);
+    slowest = std::max(slowest, static_cast<double>(seconds));
+    const bool ok = check.passed(a.tolerance) && seconds <= a.max_seconds;
+    failures += ok ? 0 : 1;
+    if (world.rank() == 0) {
+      fmt::print(
+          "plan {:>3}: {} device(s) x dp {}, {} micro-batch(es), stages {}: max relative difference {:.2e}, "
+          "{:.2f} s  {}\n",
+          i, ep.plan.devices, ep.plan.dp, ep.plan.microbatches, shape, check.max_diff, seconds,
+          ok ? "ok" : "FAILED");
+      std::fflush(stdout);
+    }
+  }
+  if (world.rank() == 0)
+    fmt::print("{} random plans on {} ranks: {} passed, {} failed; slowest {:.2f} s (bound {:.0f} s)\n",
+               a.count, W, a.count - failures, failures, slowest, a.max_seconds);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "make-deadlock") {
+    if (argc != 4) {
+      fmt::print(stderr, "usage: exec_mpi_tool make-deadlock IN.json OUT.json\n");
+      return 2;
+    }
+    try {
+      return make_deadlock(argv[2], argv[3]);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "make-deadlock: {}\n", e.what());
+      return 2;
+    }
+  }
+  if (mode != "property") {
+    fmt::print(stderr,
+               "usage: exec_mpi_tool make-deadlock IN OUT | property --count K --seed S --model M --data T "
+               "[--timeout S] [--max-seconds S] [--tolerance X]\n");
+    return 2;
+  }
+  PropertyArgs a;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--count")
+      a.count = std::stoi(v);
+    else if (k == "--seed")
+      a.seed = static_cast<unsigned>(std::stoul(v));
+    else if (k == "--model")
+      a.model = v;
+    else if (k == "--data")
+      a.data = v;
+    else if (k == "--timeout")
+      a.timeout_s = std::stod(v);
+    else if (k == "--max-seconds")
+      a.max_seconds = std::stod(v);
+    else if (k == "--tolerance")
+      a.tolerance = std::stod(v);
+    else {
+      fmt::print(stderr, "property: unknown option {}\n", k);
+      return 2;
+    }
+  }
+  octo::exec::MpiSession session(&argc, &argv);
+  std::unique_ptr<octo::exec::Comm> world = session.world();
+  try {
+    return property(*world, a);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "property: {}\n", e.what());
+    std::fflush(stderr);
+    world->abort(1);
+    return 1;
+  }
+}

@@ -1,0 +1,46 @@
+#pragma once
+// Helpers for the executor tests: ranks as threads over a ThreadWorld, and tiny-hybrid plans.
+// Catch2 assertions are not thread-safe: rank threads only record values and errors, and the
+// test thread checks them afterwards.
+
+#include <exception>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exec/thread_comm.hpp"
+
+namespace octo::exec::testing {
+
+/// Runs fn(comm of rank r) on one thread per rank of `world`; returns each rank's error message
+/// (empty when it returned normally). A rank that throws aborts the world, as octorun's main()
+/// does, so the other ranks fail instead of waiting for it.
+inline std::vector<std::string> run_ranks(ThreadWorld& world, const std::function<void(Comm&)>& fn) {
+  const int n = world.size();
+  std::vector<std::unique_ptr<Comm>> comms;
+  for (int r = 0; r < n; ++r) comms.push_back(world.comm(r));
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        fn(*comms[static_cast<std::size_t>(r)]);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+        comms[static_cast<std::size_t>(r)]->abort(1);
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+/// All ranks returned normally (the errors joined otherwise, for the failure message).
+inline std::string joined_errors(const std::vector<std::string>& errors) {
+  std::string out;
+  for (std::size_t r = 0; r < errors.size(); ++r)
+    if (!errors[r].empty()) out += "rank " + std::to_string(r) + ": " + errors[r] + "\n";
+  return out;
+}
+
+}  // namespace octo::exec::testing
