@@ -1,10 +1,10 @@
 #include "sim/accuracy.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "sim/sim_input.hpp"
@@ -24,11 +24,13 @@ class ReportReader {
  public:
   explicit ReportReader(std::string source) : source_(std::move(source)) {}
 
-  [[noreturn]] void fail_at(const std::string& path, const std::string& problem, const std::string& expected) const {
+  [[noreturn]] void fail_at(const std::string& path, const std::string& problem,
+                            const std::string& expected) const {
     throw InputError(SourceLocation{source_, 0, 0}, path, problem, expected);
   }
 
-  const json& member(const json& object, const std::string& path, const char* key, const std::string& expected) const {
+  const json& member(const json& object, const std::string& path, const char* key,
+                     const std::string& expected) const {
     if (!object.is_object() || !object.contains(key)) fail_at(join(path, key), "missing", expected);
     return object.at(key);
   }
@@ -38,15 +40,18 @@ class ReportReader {
     if (!v.is_number()) fail_at(join(path, key), fmt::format("got {}", kind(v)), "a number");
     const double d = v.get<double>();
     if (!std::isfinite(d) || d < min)
-      fail_at(join(path, key), fmt::format("{} is out of range", d), fmt::format("a finite number >= {}", min));
+      fail_at(join(path, key), fmt::format("{} is out of range", d),
+              fmt::format("a finite number >= {}", min));
     return d;
   }
 
-  std::int64_t integer(const json& object, const std::string& path, const char* key, std::int64_t min = 0) const {
+  std::int64_t integer(const json& object, const std::string& path, const char* key,
+                       std::int64_t min = 0) const {
     const json& v = member(object, path, key, "an integer");
     if (!v.is_number_integer()) fail_at(join(path, key), fmt::format("got {}", kind(v)), "an integer");
     const auto i = v.get<std::int64_t>();
-    if (i < min) fail_at(join(path, key), fmt::format("{} is out of range", i), fmt::format("an integer >= {}", min));
+    if (i < min)
+      fail_at(join(path, key), fmt::format("{} is out of range", i), fmt::format("an integer >= {}", min));
     return i;
   }
 
@@ -59,12 +64,18 @@ class ReportReader {
  private:
   static std::string kind(const json& v) {
     switch (v.type()) {
-      case json::value_t::null: return "null";
-      case json::value_t::object: return "an object";
-      case json::value_t::array: return "an array";
-      case json::value_t::string: return fmt::format("the string \"{}\"", v.get<std::string>());
-      case json::value_t::boolean: return "a boolean";
-      default: return "a number";
+      case json::value_t::null:
+        return "null";
+      case json::value_t::object:
+        return "an object";
+      case json::value_t::array:
+        return "an array";
+      case json::value_t::string:
+        return fmt::format("the string \"{}\"", v.get<std::string>());
+      case json::value_t::boolean:
+        return "a boolean";
+      default:
+        return "a number";
     }
   }
   std::string source_;
@@ -85,17 +96,21 @@ double worst(const std::vector<AccuracyRow>& rows, Metric metric) {
 }
 
 /// The report must describe a run of this plan: compares the run's shape with the plan's.
-void check_belongs(const Plan& plan, const json& report, const ReportReader& rd, const std::string& plan_source) {
+void check_belongs(const Plan& plan, const json& report, const ReportReader& rd,
+                   const std::string& plan_source) {
   const auto mismatch = [&](const char* what, std::int64_t run, std::int64_t planned) {
-    fail("{}: the run had {} {} but plan {} has {}: the report does not belong to this plan (run the plan with "
-         "`octorun {} --report R` and compare that report)",
-         rd.source(), run, what, plan_source, planned, plan_source);
+    fail(
+        "{}: the run had {} {} but plan {} has {}: the report does not belong to this plan (run the plan "
+        "with "
+        "`octorun {} --report R` and compare that report)",
+        rd.source(), run, what, plan_source, planned, plan_source);
   };
   if (report.contains("devices") && rd.integer(report, "", "devices", 1) != plan.devices)
     mismatch("pipeline devices", rd.integer(report, "", "devices", 1), plan.devices);
   if (report.contains("dp") && rd.integer(report, "", "dp", 1) != plan.dp)
     mismatch("data-parallel replicas", rd.integer(report, "", "dp", 1), plan.dp);
-  if (report.contains("stages") && rd.integer(report, "", "stages", 1) != static_cast<std::int64_t>(plan.stages.size()))
+  if (report.contains("stages") &&
+      rd.integer(report, "", "stages", 1) != static_cast<std::int64_t>(plan.stages.size()))
     mismatch("stages", rd.integer(report, "", "stages", 1), static_cast<std::int64_t>(plan.stages.size()));
   if (report.contains("microbatches") && rd.integer(report, "", "microbatches", 1) != plan.microbatches)
     mismatch("micro-batches", rd.integer(report, "", "microbatches", 1), plan.microbatches);
@@ -105,10 +120,13 @@ void check_belongs(const Plan& plan, const json& report, const ReportReader& rd,
     mismatch("tokens per sequence", rd.integer(report, "", "seq", 1), plan.seq);
   if (report.contains("model") && report.at("model").is_string() && !plan.model_yaml.empty()) {
     const std::string run_model = report.at("model").get<std::string>();
-    const ModelSpec model = parse_model(plan.model_yaml, fmt::format("<plan {}: embedded model>", plan_source));
+    const ModelSpec model =
+        parse_model(plan.model_yaml, fmt::format("<plan {}: embedded model>", plan_source));
     if (run_model != model.name)
-      fail("{}: the run trained model '{}' but plan {} is for model '{}': the report does not belong to this plan",
-           rd.source(), run_model, plan_source, model.name);
+      fail(
+          "{}: the run trained model '{}' but plan {} is for model '{}': the report does not belong to this "
+          "plan",
+          rd.source(), run_model, plan_source, model.name);
   }
 }
 
@@ -116,22 +134,31 @@ void check_belongs(const Plan& plan, const json& report, const ReportReader& rd,
 
 std::string_view to_string(AccuracyRow::Metric metric) {
   switch (metric) {
-    case Metric::IterationTime: return "iteration time";
-    case Metric::StepTime: return "step wall time";
-    case Metric::Busy: return "busy time";
-    case Metric::Bubble: return "bubble ratio";
-    case Metric::PeakMemory: return "peak memory";
-    case Metric::PeakActivation: return "peak activations";
+    case Metric::IterationTime:
+      return "iteration time";
+    case Metric::StepTime:
+      return "step wall time";
+    case Metric::Busy:
+      return "busy time";
+    case Metric::Bubble:
+      return "bubble ratio";
+    case Metric::PeakMemory:
+      return "peak memory";
+    case Metric::PeakActivation:
+      return "peak activations";
   }
   return "?";
 }
 
 std::string_view unit_of(AccuracyRow::Metric metric) {
   switch (metric) {
-    case Metric::Bubble: return "%";
+    case Metric::Bubble:
+      return "%";
     case Metric::PeakMemory:
-    case Metric::PeakActivation: return "bytes";
-    default: return "ms";
+    case Metric::PeakActivation:
+      return "bytes";
+    default:
+      return "ms";
   }
 }
 
@@ -157,8 +184,10 @@ AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted, con
   c.devices = plan.devices;
   c.dp = std::max(plan.dp, 1);
   c.microbatches = plan.microbatches;
-  if (report.contains("model") && report.at("model").is_string()) c.model = report.at("model").get<std::string>();
-  if (measured.contains("measured_steps")) c.measured_steps = static_cast<int>(rd.integer(measured, "measured", "measured_steps"));
+  if (report.contains("model") && report.at("model").is_string())
+    c.model = report.at("model").get<std::string>();
+  if (measured.contains("measured_steps"))
+    c.measured_steps = static_cast<int>(rd.integer(measured, "measured", "measured_steps"));
 
   // Per-device figures from the per-rank ones: busy averaged over replicas, memory their maximum.
   const json& ranks = rd.member(measured, "measured", "ranks", "an array with one entry per rank");
@@ -166,29 +195,34 @@ AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted, con
   if (!ranks.is_array())
     rd.fail_at("measured.ranks", "not an array", fmt::format("an array of {} ranks", expected_ranks));
   if (ranks.size() != expected_ranks)
-    fail("{}: the run had {} ranks but plan {} needs {} ({} pipeline devices x dp {}): the report does not belong "
-         "to this plan",
-         report_source, ranks.size(), plan_source, expected_ranks, plan.devices, c.dp);
+    fail(
+        "{}: the run had {} ranks but plan {} needs {} ({} pipeline devices x dp {}): the report does not "
+        "belong "
+        "to this plan",
+        report_source, ranks.size(), plan_source, expected_ranks, plan.devices, c.dp);
   std::vector<double> busy(static_cast<std::size_t>(plan.devices), 0.0);
   std::vector<std::int64_t> activation(static_cast<std::size_t>(plan.devices), 0);
   std::vector<int> replicas(static_cast<std::size_t>(plan.devices), 0);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const std::string path = fmt::format("measured.ranks[{}]", i);
     const json& r = ranks[i];
-    if (!r.is_object()) rd.fail_at(path, "not an object", "{rank, device, busy_ms, peak_activation_bytes, ...}");
-    const std::int64_t d = r.contains("device") ? rd.integer(r, path, "device") : static_cast<std::int64_t>(i) % plan.devices;
+    if (!r.is_object())
+      rd.fail_at(path, "not an object", "{rank, device, busy_ms, peak_activation_bytes, ...}");
+    const std::int64_t d =
+        r.contains("device") ? rd.integer(r, path, "device") : static_cast<std::int64_t>(i) % plan.devices;
     if (d >= plan.devices)
       rd.fail_at(path + ".device", fmt::format("device {} does not exist in plan {}", d, plan_source),
                  fmt::format("0..{}", plan.devices - 1));
     const auto du = static_cast<std::size_t>(d);
     busy[du] += rd.number(r, path, "busy_ms");
-    activation[du] = std::max(activation[du], static_cast<std::int64_t>(rd.number(r, path, "peak_activation_bytes")));
+    activation[du] =
+        std::max(activation[du], static_cast<std::int64_t>(rd.number(r, path, "peak_activation_bytes")));
     ++replicas[du];
   }
   for (int d = 0; d < plan.devices; ++d)
     if (replicas[static_cast<std::size_t>(d)] != c.dp)
-      fail("{}: measured.ranks has {} entries for pipeline device {}, expected one per replica ({})", report_source,
-           replicas[static_cast<std::size_t>(d)], d, c.dp);
+      fail("{}: measured.ranks has {} entries for pipeline device {}, expected one per replica ({})",
+           report_source, replicas[static_cast<std::size_t>(d)], d, c.dp);
 
   const auto add = [&](Metric m, int device, double p, double meas, bool has_prediction = true) {
     AccuracyRow row;
@@ -197,9 +231,7 @@ AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted, con
     row.predicted = has_prediction ? p : kNaN;
     row.measured = meas;
     row.has_prediction = has_prediction;
-    row.error = !has_prediction     ? kNaN
-                : m == Metric::Bubble ? p - meas
-                                      : relative_error(p, meas);
+    row.error = !has_prediction ? kNaN : m == Metric::Bubble ? p - meas : relative_error(p, meas);
     c.rows.push_back(row);
   };
 
@@ -207,13 +239,16 @@ AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted, con
   add(Metric::IterationTime, -1, predicted.makespan_ms, pipeline_ms);
   if (measured.contains("iteration_time_ms"))
     add(Metric::StepTime, -1, 0, rd.number(measured, "measured", "iteration_time_ms"), false);
-  add(Metric::Bubble, -1, 100.0 * predicted.bubble_ratio, 100.0 * rd.number(measured, "measured", "bubble_ratio", -1e300));
+  add(Metric::Bubble, -1, 100.0 * predicted.bubble_ratio,
+      100.0 * rd.number(measured, "measured", "bubble_ratio", -1e300));
   for (int d = 0; d < plan.devices; ++d)
-    add(Metric::Busy, d, predicted.devices[static_cast<std::size_t>(d)].busy_ms, busy[static_cast<std::size_t>(d)] / c.dp);
+    add(Metric::Busy, d, predicted.devices[static_cast<std::size_t>(d)].busy_ms,
+        busy[static_cast<std::size_t>(d)] / c.dp);
   for (int d = 0; d < plan.devices; ++d) {
     const DeviceMetrics& m = predicted.devices[static_cast<std::size_t>(d)];
     const auto act = static_cast<double>(activation[static_cast<std::size_t>(d)]);
-    add(Metric::PeakMemory, d, static_cast<double>(m.peak_memory_bytes), static_cast<double>(m.static_bytes) + act);
+    add(Metric::PeakMemory, d, static_cast<double>(m.peak_memory_bytes),
+        static_cast<double>(m.static_bytes) + act);
     add(Metric::PeakActivation, d, static_cast<double>(m.peak_activation_bytes), act);
   }
 
@@ -228,13 +263,15 @@ AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted, con
     c.notes.push_back(fmt::format("the run's plan method is '{}', this plan's '{}'",
                                   report.at("method").get<std::string>(), plan.method));
   if (report.contains("predicted") && report.at("predicted").is_object() &&
-      report.at("predicted").contains("iteration_time_ms") && report.at("predicted").at("iteration_time_ms").is_number()) {
+      report.at("predicted").contains("iteration_time_ms") &&
+      report.at("predicted").at("iteration_time_ms").is_number()) {
     const double stored = report.at("predicted").at("iteration_time_ms").get<double>();
     if (std::abs(stored - predicted.makespan_ms) > 1e-6 * std::max(1.0, std::abs(stored)))
-      c.notes.push_back(fmt::format(
-          "the run's plan predicted {:.3f} ms, the simulation here {:.3f} ms (another plan version, other costs "
-          "or another simulator)",
-          stored, predicted.makespan_ms));
+      c.notes.push_back(
+          fmt::format("the run's plan predicted {:.3f} ms, the simulation here {:.3f} ms (another plan "
+                      "version, other costs "
+                      "or another simulator)",
+                      stored, predicted.makespan_ms));
   }
   if (c.measured_steps == 1)
     c.notes.push_back("one measured step only: run more steps (--steps N, --warmup W) for stable medians");
@@ -290,26 +327,32 @@ std::string accuracy_table(const AccuracyComparison& c) {
   const auto error = [](const AccuracyRow& r) -> std::string {
     if (!r.has_prediction) return "(not modeled)";
     if (!std::isfinite(r.error)) return "-";
-    return r.metric == Metric::Bubble ? fmt::format("{:+.2f} pt", r.error) : fmt::format("{:+.2f} %", r.error);
+    return r.metric == Metric::Bubble ? fmt::format("{:+.2f} pt", r.error)
+                                      : fmt::format("{:+.2f} %", r.error);
   };
-  std::string out = fmt::format("Accuracy of plan {} ({}{}{} pipeline devices, dp {}, {} micro-batches) against run {}",
-                                c.plan_source, c.model.empty() ? "" : c.model + ", ", c.method.empty() ? "" : c.method + ", ",
-                                c.devices, c.dp, c.microbatches, c.report_source);
+  std::string out =
+      fmt::format("Accuracy of plan {} ({}{}{} pipeline devices, dp {}, {} micro-batches) against run {}",
+                  c.plan_source, c.model.empty() ? "" : c.model + ", ",
+                  c.method.empty() ? "" : c.method + ", ", c.devices, c.dp, c.microbatches, c.report_source);
   out += c.measured_steps > 0 ? fmt::format(" ({} measured steps)\n\n", c.measured_steps) : "\n\n";
-  out += fmt::format("{:<18} {:>6}  {:>14}  {:>14}  {:>14}\n", "figure", "device", "predicted", "measured", "error");
+  out += fmt::format("{:<18} {:>6}  {:>14}  {:>14}  {:>14}\n", "figure", "device", "predicted", "measured",
+                     "error");
   for (const AccuracyRow& r : c.rows) {
     out += fmt::format("{:<18} {:>6}  {:>14}  {:>14}  {:>14}\n", to_string(r.metric),
-                       r.device >= 0 ? std::to_string(r.device) : std::string("all"), value(r.metric, r.predicted),
-                       value(r.metric, r.measured), error(r));
+                       r.device >= 0 ? std::to_string(r.device) : std::string("all"),
+                       value(r.metric, r.predicted), value(r.metric, r.measured), error(r));
   }
   const auto pct = [](double v) { return std::isfinite(v) ? fmt::format("{:+.2f} %", v) : std::string("-"); };
   out += fmt::format(
-      "\nerrors: iteration time {}, worst busy time {}, bubble {}, worst peak memory {} (activations alone {})\n",
+      "\nerrors: iteration time {}, worst busy time {}, bubble {}, worst peak memory {} (activations alone "
+      "{})\n",
       pct(c.iteration_error), pct(c.busy_error),
-      std::isfinite(c.bubble_error_points) ? fmt::format("{:+.2f} pt", c.bubble_error_points) : std::string("-"),
+      std::isfinite(c.bubble_error_points) ? fmt::format("{:+.2f} pt", c.bubble_error_points)
+                                           : std::string("-"),
       pct(c.memory_error), pct(c.activation_error));
-  out += "iteration time = first op start to last op end (the simulated makespan); the step wall time adds the "
-         "gradient all-reduce and the optimizer\n";
+  out +=
+      "iteration time = first op start to last op end (the simulated makespan); the step wall time adds the "
+      "gradient all-reduce and the optimizer\n";
   for (const std::string& n : c.notes) out += "note: " + n + "\n";
   return out;
 }

@@ -15,10 +15,9 @@
 /// Relative errors are (predicted − measured) / measured: positive when the plan over-predicts.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "plan/plan.hpp"
 #include "sim/simulator.hpp"
@@ -68,7 +67,8 @@ struct AccuracyComparison {
 
 /// Same, re-simulating `plan` with its embedded inputs (sim_input.hpp).
 [[nodiscard]] AccuracyComparison compare_run(const Plan& plan, const nlohmann::json& report,
-                                             const std::string& plan_source, const std::string& report_source);
+                                             const std::string& plan_source,
+                                             const std::string& report_source);
 
 /// The comparison as JSON: plan, report, model, method, devices, dp, microbatches,
 /// measured_steps, rows [{metric, device?, unit, predicted, measured, error, error_unit}],
