@@ -1,0 +1,115 @@
+// octorun profile: measures a model's per-layer op costs (F, B, W, R, activation memory), the
+// link between ranks and the per-op overhead on this backend and writes a `measured` costs file
+// for octoplan (--costs). Parsing and glue only; the work is octo::exec::profile_model.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "cost/profile_io.hpp"
+#include "exec/profiler.hpp"
+#include "exec/train.hpp"
+#include "spec/loader.hpp"
+
+namespace octorun {
+namespace {
+
+struct ProfileArgs {
+  std::string model;
+  std::string output;
+  octo::exec::ProfileOptions options;
+  bool no_recompute = false;
+  bool no_link = false;
+};
+
+void check_output(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) octo::fail("-o {}: folder {} does not exist", path, dir.string());
+  if (fs::is_directory(p, ec)) octo::fail("-o {}: is a directory (expected a file path)", path);
+}
+
+int run(ProfileArgs& a, octo::exec::Comm& world) {
+  a.options.recompute = !a.no_recompute;
+  a.options.link = !a.no_link;
+  const bool printer = world.rank() == 0;
+
+  // Set-up on every rank; all ranks agree on failure so one message is printed and none hangs.
+  std::unique_ptr<octo::nn::Device> device;
+  std::optional<octo::ModelSpec> model;
+  std::string error;
+  try {
+    check_output(a.output);
+    model.emplace(octo::load_model(a.model));
+    device = octo::exec::make_device(a.options.backend);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  std::vector<float> failed{error.empty() ? 0.0f : 1.0f};
+  world.all_reduce(failed, octo::exec::ReduceOp::Max);
+  if (failed[0] > 0) {
+    if (printer)
+      fmt::print(stderr, "octorun profile: error: {}\n",
+                 error.empty() ? "set-up failed on another rank" : error);
+    return 2;
+  }
+
+  const auto progress = [](const std::string& line) {
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  };
+  const octo::exec::ProfileResult result =
+      octo::exec::profile_model(*model, *device, world, a.options, progress);
+  if (printer) {
+    fmt::print("\n{}", octo::exec::profile_table(result));
+    octo::write_file_atomic(a.output, octo::costs_to_yaml(result.costs));
+    fmt::print("wrote {} (measured costs: plan with octoplan ... --costs {})\n", a.output, a.output);
+    std::fflush(stdout);
+  }
+  world.barrier();
+  return 0;
+}
+
+Runner setup(CLI::App& app) {
+  static ProfileArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "profile",
+      "Measure a model's per-layer F/B/W/R times and activation memory, the link between ranks and the "
+      "per-op overhead on this backend; write a measured costs file for octoplan --costs (launch with "
+      "mpirun -np 2 to measure the link)");
+  cmd->add_option("model", args.model, "Model description (profiles/models/*.yaml)")->required();
+  cmd->add_option("-o,--output", args.output, "Costs file to write (YAML)")->required();
+  cmd->add_option("--backend", args.options.backend, "Compute backend")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--micro-batch", args.options.micro_batch,
+                  "Sequences per micro-batch (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", args.options.seq, "Tokens per sequence (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--reps", args.options.reps, "Measured repetitions per layer and rank (median)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--warmup", args.options.warmup, "Repetitions run before measuring")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", args.options.seed, "Parameter initialization seed")->capture_default_str();
+  cmd->add_flag("--no-recompute", args.no_recompute, "Do not measure R (write r_ms = f_ms)");
+  cmd->add_flag("--no-link", args.no_link, "Do not measure the point-to-point link (keep the cluster's)");
+  return [](octo::exec::Comm& world) { return run(args, world); };
+}
+
+const Registration reg(10, setup);
+
+}  // namespace
+}  // namespace octorun
