@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# octoplan command-line checks. Usage: cli_test.sh CASE BIN_DIR SOURCE_DIR
+set -uo pipefail
+case_name=$1 bin=$2 src=$3
+octoplan=$bin/octoplan
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$src" || exit 1
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect_fail DESC PATTERN CMD...: CMD must exit non-zero and print PATTERN (regex) on stderr.
+expect_fail() {
+  local desc=$1 pattern=$2; shift 2
+  local out rc
+  out=$("$@" 2>&1 >/dev/null); rc=$?
+  [[ $rc -ne 0 ]] || fail "$desc: exit code 0"
+  [[ $rc -lt 128 ]] || fail "$desc: crashed with $rc: $out"
+  grep -Eq -- "$pattern" <<<"$out" || fail "$desc: message '$out' does not match '$pattern'"
+  echo "ok: $desc -> $out"
+}
+
+case $case_name in
+help)
+  "$octoplan" --help | grep -q "Subcommands" || fail "octoplan --help lists no subcommands"
+  "$octoplan" --version | grep -Eq "^octoplan [0-9]+\.[0-9]+\.[0-9]+" || fail "octoplan --version"
+  for sub in estimate baseline check simulate plan compare; do
+    "$octoplan" "$sub" --help >/dev/null || fail "octoplan $sub --help"
+  done
+  "$bin/octorun" --help >/dev/null || fail "octorun --help"
+  expect_fail "no subcommand" "subcommand" "$octoplan"
+  expect_fail "unknown option" "--frobnicate" "$octoplan" estimate profiles/models/tiny-hybrid.yaml --frobnicate
+  ;;
+estimate-errors)
+  echo "keep me" >"$work/out.yaml"
+  printf 'name: bad\nvocab: 256\nhidden: 64\nseq_len: 32\npattern: "M-X"\nmamba: {heads: 2, head_dim: 32, state: 8}\nmlp: {ffn: 128}\n' >"$work/bad-symbol.yaml"
+  expect_fail "unknown pattern symbol" "bad-symbol.yaml:5:[0-9]+: pattern" \
+    "$octoplan" estimate "$work/bad-symbol.yaml" -o "$work/out.yaml"
+  printf 'name: bad\nvocab: 256\nhiden: 64\n' >"$work/typo.yaml"
+  expect_fail "unknown key" "typo.yaml:3:1: .*hiden" "$octoplan" estimate "$work/typo.yaml" -o "$work/out.yaml"
+  expect_fail "missing file" "nowhere.yaml" "$octoplan" estimate "$work/nowhere.yaml" -o "$work/out.yaml"
+  printf 'name: [unclosed\n' >"$work/syntax.yaml"
+  expect_fail "YAML syntax" "syntax.yaml:[0-9]+:[0-9]+" "$octoplan" estimate "$work/syntax.yaml" -o "$work/out.yaml"
+  [[ $(cat "$work/out.yaml") == "keep me" ]] || fail "existing output was modified on error"
+  [[ $(ls -A "$work" | grep -c tmp) -eq 0 ]] || fail "temporary files left behind"
+  "$octoplan" estimate profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml \
+    -o "$work/out.yaml" >/dev/null || fail "estimate on tiny-hybrid"
+  grep -q "source: estimated" "$work/out.yaml" || fail "estimate output not marked estimated"
+  ;;
+baseline-check)
+  for s in gpipe 1f1b interleaved zb-h1 zb-v; do
+    "$octoplan" baseline profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml \
+      --schedule "$s" --pp 2 --microbatches 4 -o "$work/$s.json" --report "$work/$s.report.json" >/dev/null \
+      || fail "baseline $s"
+    "$octoplan" check "$work/$s.json" >/dev/null || fail "check of baseline $s"
+    python3 - "$work/$s.report.json" <<'PY' || fail "report of $s lacks fields"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for k in ("iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "devices"):
+    assert k in r, k
+for d in r["devices"]:
+    for k in ("busy_ms", "idle_ms", "peak_memory_bytes"):
+        assert k in d, k
+PY
+  done
+  echo "keep me" >"$work/keep.json"
+  expect_fail "zb-v needs two stages per device" "zb-v" "$octoplan" baseline profiles/models/tiny-hybrid.yaml \
+    --cluster profiles/clusters/cpu-local.yaml --schedule zb-v --pp 4 --microbatches 1 -o "$work/keep.json"
+  expect_fail "interleaved needs m multiple of p" "interleaved" "$octoplan" baseline profiles/models/tiny-hybrid.yaml \
+    --cluster profiles/clusters/cpu-local.yaml --schedule interleaved --pp 2 --microbatches 3 -o "$work/keep.json"
+  expect_fail "unknown schedule" "gpipe" "$octoplan" baseline profiles/models/tiny-hybrid.yaml --schedule nope -o "$work/keep.json"
+  [[ $(cat "$work/keep.json") == "keep me" ]] || fail "existing plan was modified on error"
+  ;;
+deadlock-check)
+  "$octoplan" baseline profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml \
+    --schedule 1f1b --pp 2 --microbatches 2 -o "$work/ok.json" >/dev/null || fail "baseline"
+  # Swap device 1's first RECV (activation mb0) with its first SEND (gradient mb0): device 1 now
+  # wants to send a gradient before it has received the activation it is computed from.
+  python3 - "$work/ok.json" "$work/dead.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+ops = plan["devices"][1]["ops"]
+recv = next(i for i, o in enumerate(ops) if o["op"] == "RECV")
+send = next(i for i, o in enumerate(ops) if o["op"] == "SEND")
+ops[recv], ops[send] = ops[send], ops[recv]
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+  expect_fail "crafted deadlock or misordered comm rejected" "dev|device" "$octoplan" check "$work/dead.json"
+  # A rendezvous deadlock with valid structure: device 0 sends mb1's activation before it receives
+  # mb0's gradient (as lowered), and we make device 1 send mb0's gradient before it receives mb1's
+  # activation. Both wait at a SEND whose RECV sits behind it on the peer (rendezvous in order).
+  python3 - "$work/ok.json" "$work/cross.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+d1 = plan["devices"][1]["ops"]
+recv1 = next(i for i, o in enumerate(d1) if o["op"] == "RECV" and o["mb"] == 1)
+op = d1.pop(recv1)
+f1 = next(i for i, o in enumerate(d1) if o["op"] == "F" and o["mb"] == 1)
+d1.insert(f1, op)
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+  out=$("$octoplan" check "$work/cross.json" 2>&1); rc=$?
+  echo "$out"
+  [[ $rc -ne 0 ]] || fail "crossed send/recv order accepted"
+  grep -q "cycle 0 -> 1 -> 0" <<<"$out" || fail "deadlock message does not name the cycle"
+  ;;
+simulate)
+  "$octoplan" baseline profiles/models/synthetic-uniform.yaml --costs profiles/costs/synthetic-uniform.yaml \
+    --schedule 1f1b --pp 4 --microbatches 8 -o "$work/p.json" >/dev/null || fail "baseline"
+  "$octoplan" simulate "$work/p.json" --report "$work/r.json" --trace "$work/t.json" >/dev/null || fail "simulate"
+  python3 - "$work/r.json" "$work/t.json" <<'PY' || fail "simulate report/trace"
+import json, sys
+r = json.load(open(sys.argv[1]))
+p, m = 4, 8
+expected = (p - 1) / (m + p - 1)          # 1F1B closed form
+assert abs(r["bubble_ratio"] - expected) < 1e-9, (r["bubble_ratio"], expected)
+t = json.load(open(sys.argv[2]))
+names = {e.get("name") for e in t["traceEvents"]}
+assert any(n and n.startswith("F mb") for n in names)
+assert any(e.get("ph") == "s" for e in t["traceEvents"])  # flow arrows send -> recv
+PY
+  ;;
+plans-in-sync)
+  # Every plans/*.json is reproduced exactly by the command recorded in plans/README.md.
+  [[ -f plans/regenerate.sh ]] || fail "plans/regenerate.sh missing"
+  OCTOPLAN=$octoplan bash plans/regenerate.sh "$work" >/dev/null || fail "regenerate failed"
+  n=0
+  for f in plans/*.json; do
+    n=$((n + 1))
+    cmp -s "$f" "$work/$(basename "$f")" || fail "$f differs from what octoplan writes now (run plans/regenerate.sh)"
+  done
+  [[ $n -gt 0 ]] || fail "no example plans"
+  echo "ok: $n plans in sync"
+  ;;
+*) fail "unknown case $case_name" ;;
+esac
+echo "PASS $case_name"
