@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "core/error.hpp"
 #include "sched/partition.hpp"
@@ -71,20 +72,22 @@ std::vector<int> targeted_split(std::span<const double> layer_work, std::span<co
   return ends;
 }
 
-/// Per-device work/static objective and the steepest-descent refinement of balance_per_device.
+/// Per-device objective and the steepest-descent refinement of balance_per_device.
 struct Refiner {
   std::span<const double> layer_work;
   std::span<const int> stage_device;
   int devices;
   int max_step;
   const StaticLimit* limit;
+  const Warmup* warmup;
+  /// 0: single boundary moves; 1: also pairs of boundaries (O(S²) per step); 2: also runs of
+  /// boundaries shifted together (O(S³) per step).
+  int depth = 2;
 
   struct Obj {
     double overflow = 0, max = 0, sumsq = 0;
   };
 
-  /// Refines `ends` in place; returns its objective.
-  Obj refine(std::vector<int>& ends) const;
   [[nodiscard]] bool better(const Obj& a, const Obj& b, double tol) const {
     if (a.overflow < b.overflow - 1e-12) return true;
     if (a.overflow > b.overflow + 1e-12) return false;
@@ -92,129 +95,115 @@ struct Refiner {
     if (a.max > b.max + tol) return false;
     return a.sumsq < b.sumsq - tol * std::max(1.0, b.max);
   }
-};
 
-Refiner::Obj Refiner::refine(std::vector<int>& ends) const {
-  const int S = static_cast<int>(stage_device.size());
-  const int n = static_cast<int>(layer_work.size());
-  auto prefix_of = [&](std::span<const double> v) {
-    std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
-    for (int i = 0; i < n; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
-    return prefix;
-  };
-  const std::vector<double> prefix = prefix_of(layer_work);
-  const std::vector<double> sprefix = limit ? prefix_of(limit->layer_bytes) : std::vector<double>{};
-  const double tol = 1e-9 * std::max(1.0, prefix.back());
-  const double cap = limit ? limit->device_cap : 0;
+  /// Refines `ends` in place; returns its objective.
+  Obj refine(std::vector<int>& ends) const {
+    const int S = static_cast<int>(stage_device.size());
+    const int n = static_cast<int>(layer_work.size());
+    auto prefix_of = [&](std::span<const double> v) {
+      std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
+      for (int i = 0; i < n; ++i)
+        prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
+      return prefix;
+    };
+    const std::vector<double> wp = prefix_of(layer_work);
+    const std::vector<double> sp = limit ? prefix_of(limit->layer_bytes) : std::vector<double>{};
+    const std::vector<double> fp = warmup ? prefix_of(warmup->layer_f) : std::vector<double>{};
+    const double tol = 1e-9 * std::max(1.0, wp.back());
+    std::vector<double> work(static_cast<std::size_t>(devices)), stat(static_cast<std::size_t>(devices)),
+        offset(static_cast<std::size_t>(devices));
+    // The objective of `ends`: per device its work (+ its warm-up offset per micro-batch).
+    auto evaluate = [&](const std::vector<int>& e) {
+      std::fill(work.begin(), work.end(), 0.0);
+      std::fill(stat.begin(), stat.end(), 0.0);
+      std::fill(offset.begin(), offset.end(), -1.0);
+      int first = 0;
+      for (int st = 0; st < S; ++st) {
+        const auto d = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(st)]);
+        const auto lo = static_cast<std::size_t>(first), hi = static_cast<std::size_t>(e[static_cast<std::size_t>(st)]);
+        work[d] += wp[hi] - wp[lo];
+        if (limit) stat[d] += sp[hi] - sp[lo];
+        if (warmup && offset[d] < 0) offset[d] = fp[lo];
+        first = e[static_cast<std::size_t>(st)];
+      }
+      Obj o;
+      for (std::size_t d = 0; d < work.size(); ++d) {
+        const double v = work[d] + (warmup ? std::max(offset[d], 0.0) / warmup->microbatches : 0.0);
+        o.max = std::max(o.max, v);
+        o.sumsq += v * v;
+        if (limit) o.overflow += std::max(0.0, stat[d] - limit->device_cap) / std::max(limit->device_cap, 1.0);
+      }
+      return o;
+    };
+    auto valid = [&](const std::vector<int>& e, int b) {
+      const int lo = b == 0 ? 0 : e[static_cast<std::size_t>(b) - 1];
+      return e[static_cast<std::size_t>(b)] > lo && e[static_cast<std::size_t>(b)] < e[static_cast<std::size_t>(b) + 1];
+    };
 
-  std::vector<double> work(static_cast<std::size_t>(devices), 0.0), stat(static_cast<std::size_t>(devices), 0.0);
-  auto load = [&] {
-    std::fill(work.begin(), work.end(), 0.0);
-    std::fill(stat.begin(), stat.end(), 0.0);
-    int first = 0;
-    for (int s = 0; s < S; ++s) {
-      const auto d = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(s)]);
-      const int e = ends[static_cast<std::size_t>(s)];
-      work[d] += prefix[static_cast<std::size_t>(e)] - prefix[static_cast<std::size_t>(first)];
-      if (limit) stat[d] += sprefix[static_cast<std::size_t>(e)] - sprefix[static_cast<std::size_t>(first)];
-      first = e;
-    }
-  };
-  // Objective: static overflow (in units of the cap), max work, sum of squares.
-  auto objective = [&] {
-    Obj o;
-    for (int d = 0; d < devices; ++d) {
-      const double w = work[static_cast<std::size_t>(d)];
-      o.max = std::max(o.max, w);
-      o.sumsq += w * w;
-      if (limit) o.overflow += std::max(0.0, stat[static_cast<std::size_t>(d)] - cap) / std::max(cap, 1.0);
-    }
-    return o;
-  };
-  // Moving boundary b (end of stage b) to e shifts layers between stage b and b+1.
-  auto shift = [&](int b, int e, double sign) {
-    const int old = ends[static_cast<std::size_t>(b)];
-    const auto da = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(b)]);
-    const auto db = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(b) + 1]);
-    const double dw = sign * (prefix[static_cast<std::size_t>(e)] - prefix[static_cast<std::size_t>(old)]);
-    work[da] += dw;
-    work[db] -= dw;
-    if (limit) {
-      const double ds = sign * (sprefix[static_cast<std::size_t>(e)] - sprefix[static_cast<std::size_t>(old)]);
-      stat[da] += ds;
-      stat[db] -= ds;
-    }
-  };
-  auto room = [&](int b, int e) {
-    const int lo = b == 0 ? 0 : ends[static_cast<std::size_t>(b) - 1];
-    const int hi = ends[static_cast<std::size_t>(b) + 1];
-    return e > lo && e < hi;
-  };
-
-  load();
-  Obj current = objective();
-  // Steepest descent; every accepted move strictly improves the objective, so the loop ends.
-  for (int guard = 0; guard < 100000; ++guard) {
-    int best_b = -1, best_e = 0, best_b2 = -1, best_e2 = 0;
-    Obj best = current;
-    for (int b = 0; b + 1 < S; ++b) {
-      if (stage_device[static_cast<std::size_t>(b)] == stage_device[static_cast<std::size_t>(b) + 1]) continue;
-      for (int step = -max_step; step <= max_step; ++step) {
-        const int e = ends[static_cast<std::size_t>(b)] + step;
-        if (step == 0 || !room(b, e)) continue;
-        shift(b, e, 1);
-        const Obj o = objective();
-        shift(b, e, -1);
+    Obj current = evaluate(ends);
+    std::vector<int> trial = ends, best_ends;
+    // Steepest descent; every accepted step strictly improves the objective, so the loop ends.
+    for (int guard = 0; guard < 100000; ++guard) {
+      Obj best = current;
+      bool found = false;
+      auto offer = [&](const std::vector<int>& e) {
+        const Obj o = evaluate(e);
         if (better(o, best, tol)) {
           best = o;
-          best_b = b;
-          best_e = e;
+          best_ends = e;
+          found = true;
         }
-      }
-    }
-    if (best_b < 0) {
-      // Stuck: two boundaries at once, one layer each.
+      };
       for (int b = 0; b + 1 < S; ++b) {
-        for (int sb : {-1, 1}) {
-          const int e = ends[static_cast<std::size_t>(b)] + sb;
-          if (!room(b, e)) continue;
-          shift(b, e, 1);
-          const int old_b = ends[static_cast<std::size_t>(b)];
-          ends[static_cast<std::size_t>(b)] = e;
-          for (int c = b + 1; c + 1 < S; ++c) {
-            for (int sc : {-1, 1}) {
-              const int f = ends[static_cast<std::size_t>(c)] + sc;
-              if (!room(c, f)) continue;
-              shift(c, f, 1);
-              const Obj o = objective();
-              shift(c, f, -1);
-              if (better(o, best, tol)) {
-                best = o;
-                best_b = b;
-                best_e = e;
-                best_b2 = c;
-                best_e2 = f;
-              }
-            }
-          }
-          ends[static_cast<std::size_t>(b)] = old_b;
-          shift(b, e, -1);
+        for (int step = -max_step; step <= max_step; ++step) {
+          if (step == 0) continue;
+          trial[static_cast<std::size_t>(b)] += step;
+          if (valid(trial, b)) offer(trial);
+          trial[static_cast<std::size_t>(b)] -= step;
         }
       }
+      if (!found && depth >= 1) {
+        // Stuck: two boundaries at once, one layer each.
+        for (int b = 0; b + 1 < S; ++b)
+          for (int sb : {-1, 1}) {
+            trial[static_cast<std::size_t>(b)] += sb;
+            if (valid(trial, b))
+              for (int c = b + 1; c + 1 < S; ++c)
+                for (int sc : {-1, 1}) {
+                  trial[static_cast<std::size_t>(c)] += sc;
+                  if (valid(trial, c) && valid(trial, c - 1)) offer(trial);
+                  trial[static_cast<std::size_t>(c)] -= sc;
+                }
+            trial[static_cast<std::size_t>(b)] -= sb;
+          }
+      }
+      if (!found && depth >= 2) {
+        // Still stuck: shift a run of boundaries lo..hi together by one layer. Stage lo gives a
+        // layer to stage hi+1 (or takes one from it) and the stages in between slide by a layer:
+        // an ejection chain across devices.
+        for (int lo = 0; lo + 1 < S; ++lo)
+          for (int d : {-1, 1})
+            for (int hi = lo; hi + 1 < S; ++hi) {
+              for (int b = lo; b <= hi; ++b) trial[static_cast<std::size_t>(b)] += d;
+              if (valid(trial, lo) && valid(trial, hi)) offer(trial);
+              for (int b = lo; b <= hi; ++b) trial[static_cast<std::size_t>(b)] -= d;
+            }
+      }
+      if (!found) break;
+      ends = best_ends;
+      trial = ends;
+      current = best;
     }
-    if (best_b < 0) break;
-    ends[static_cast<std::size_t>(best_b)] = best_e;
-    if (best_b2 >= 0) ends[static_cast<std::size_t>(best_b2)] = best_e2;
-    load();
-    current = objective();
+    return current;
   }
-  return current;
-}
+};
 
 }  // namespace
 
-std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device, int devices,
-                                    int max_step, const StaticLimit* limit) {
+namespace {
+
+std::vector<int> balance(std::span<const double> layer_work, std::span<const int> stage_device, int devices,
+                         int max_step, const StaticLimit* limit, const Warmup* warmup, int depth) {
   const int S = static_cast<int>(stage_device.size());
   const int n = static_cast<int>(layer_work.size());
   if (S < 1 || S > n) fail("balanced partition: {} stages for {} layers (expected 1..{})", S, n, n);
@@ -232,12 +221,121 @@ std::vector<int> balance_per_device(std::span<const double> layer_work, std::spa
   const double tol = 1e-9 * std::max(1.0, total);
 
   // Two starts, each refined; the better one wins (the min-max split on ties).
-  const Refiner refiner{layer_work, stage_device, devices, max_step, limit};
+  if (warmup && static_cast<int>(warmup->layer_f.size()) != n)
+    fail("balanced partition: {} forward times for {} layers", warmup->layer_f.size(), n);
+  const Refiner refiner{layer_work, stage_device, devices, max_step, limit, warmup, depth};
   std::vector<int> a = min_max_split(layer_work, S);
   const Refiner::Obj oa = refiner.refine(a);
   std::vector<int> b = targeted_split(layer_work, stage_device, devices, even);
   const Refiner::Obj ob = refiner.refine(b);
   return refiner.better(ob, oa, tol) ? b : a;
+}
+
+}  // namespace
+
+std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device, int devices,
+                                    int max_step, const StaticLimit* limit, const Warmup* warmup) {
+  return balance(layer_work, stage_device, devices, max_step, limit, warmup, 2);
+}
+
+namespace {
+
+struct LayoutScore {
+  double overflow = 0, max = 0, sumsq = 0;
+};
+
+LayoutScore score_layout(std::span<const double> work, const Layout& l, int devices, const StaticLimit* limit,
+                         const Warmup* warmup) {
+  LayoutScore sc;
+  std::vector<double> w = device_work(work, l.ends, l.device, devices);
+  if (warmup) {
+    // Offset of every device: the forward time of the layers in front of its first stage.
+    std::vector<double> offset(static_cast<std::size_t>(devices), -1.0);
+    double f = 0;
+    int layer = 0;
+    for (std::size_t s = 0; s < l.ends.size(); ++s) {
+      double& o = offset[static_cast<std::size_t>(l.device[s])];
+      if (o < 0) o = f;
+      for (; layer < l.ends[s]; ++layer) f += warmup->layer_f[static_cast<std::size_t>(layer)];
+    }
+    for (std::size_t d = 0; d < w.size(); ++d) w[d] += std::max(offset[d], 0.0) / warmup->microbatches;
+  }
+  for (double x : w) {
+    sc.max = std::max(sc.max, x);
+    sc.sumsq += x * x;
+  }
+  if (limit) {
+    const std::vector<double> st = device_work(limit->layer_bytes, l.ends, l.device, devices);
+    for (double x : st) sc.overflow += std::max(0.0, x - limit->device_cap) / std::max(limit->device_cap, 1.0);
+  }
+  return sc;
+}
+
+bool better_layout(const LayoutScore& a, const LayoutScore& b, double tol) {
+  if (a.overflow < b.overflow - 1e-12) return true;
+  if (a.overflow > b.overflow + 1e-12) return false;
+  if (a.max < b.max - tol) return true;
+  if (a.max > b.max + tol) return false;
+  return a.sumsq < b.sumsq - tol * std::max(1.0, b.max);
+}
+
+}  // namespace
+
+Layout rebalance_placement(std::span<const double> layer_work, const Layout& start, int devices,
+                           const StaticLimit* limit, int max_rounds, const Warmup* warmup) {
+  Layout best = start;
+  double total = 0;
+  for (double w : layer_work) total += w;
+  const double tol = 1e-9 * std::max(1.0, total);
+  LayoutScore best_score = score_layout(layer_work, best, devices, limit, warmup);
+  const int S = static_cast<int>(start.device.size());
+  for (int round = 0; round < max_rounds; ++round) {
+    // The devices to relieve: the busiest, and any over the static cap.
+    const std::vector<double> w = device_work(layer_work, best.ends, best.device, devices);
+    std::vector<std::uint8_t> hot(static_cast<std::size_t>(devices), 0);
+    hot[static_cast<std::size_t>(std::max_element(w.begin(), w.end()) - w.begin())] = 1;
+    if (limit) {
+      const std::vector<double> st = device_work(limit->layer_bytes, best.ends, best.device, devices);
+      for (int d = 0; d < devices; ++d)
+        if (st[static_cast<std::size_t>(d)] > limit->device_cap) hot[static_cast<std::size_t>(d)] = 1;
+    }
+    std::vector<int> count(static_cast<std::size_t>(devices), 0);
+    for (int d : best.device) ++count[static_cast<std::size_t>(d)];
+    Layout round_best = best;
+    LayoutScore round_score = best_score;
+    auto consider = [&](std::vector<int> map) {
+      Layout trial{balance(layer_work, map, devices, 4, limit, warmup, 0), std::move(map)};
+      const LayoutScore sc = score_layout(layer_work, trial, devices, limit, warmup);
+      if (better_layout(sc, round_score, tol)) {
+        round_score = sc;
+        round_best = std::move(trial);
+      }
+    };
+    for (int i = 0; i < S; ++i) {
+      const int di = best.device[static_cast<std::size_t>(i)];
+      if (!hot[static_cast<std::size_t>(di)]) continue;
+      for (int j = 0; j < S; ++j) {
+        if (best.device[static_cast<std::size_t>(j)] == di) continue;
+        std::vector<int> map = best.device;
+        std::swap(map[static_cast<std::size_t>(i)], map[static_cast<std::size_t>(j)]);
+        consider(std::move(map));
+      }
+      if (count[static_cast<std::size_t>(di)] < 2) continue;
+      for (int d = 0; d < devices; ++d) {
+        if (d == di) continue;
+        std::vector<int> map = best.device;
+        map[static_cast<std::size_t>(i)] = d;
+        consider(std::move(map));
+      }
+    }
+    if (!better_layout(round_score, best_score, tol)) break;
+    best = std::move(round_best);
+    best_score = round_score;
+  }
+  // The chosen map with the thorough balance (it can only improve on the fast one's start).
+  Layout final{balance_per_device(layer_work, best.device, devices, 4, limit, warmup), best.device};
+  if (!better_layout(best_score, score_layout(layer_work, final, devices, limit, warmup), tol)) best = std::move(final);
+  return best;
 }
 
 std::vector<int> ramp_partition(std::span<const double> layer_work, std::span<const int> stage_device, int devices,

@@ -25,6 +25,15 @@ struct StaticLimit {
   double device_cap = 0;                ///< bytes per device
 };
 
+/// Optional warm-up term of balance_per_device: device d cannot start before micro-batch 0's
+/// forward has crossed every layer in front of its first stage, so its finishing time is about
+/// microbatches × work_d + Σ layer_f before its first stage; the objective per device becomes
+/// work_d + that offset / microbatches.
+struct Warmup {
+  std::span<const double> layer_f;  ///< forward time per layer
+  double microbatches = 1;
+};
+
 /// Contiguous stage ends for `stage_device.size()` stages that minimise the largest per-device
 /// work (then the sum of squares of the per-device work): the per-stage min-max split refined by
 /// steepest descent over moves of one stage boundary by up to `max_step` layers and, when those
@@ -33,7 +42,24 @@ struct StaticLimit {
 /// devices) are minimised first. Exact for one stage per device without a limit; a local optimum
 /// otherwise. Throws octo::Error when there are more stages than layers.
 [[nodiscard]] std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device,
-                                                  int devices, int max_step = 4, const StaticLimit* limit = nullptr);
+                                                  int devices, int max_step = 4, const StaticLimit* limit = nullptr,
+                                                  const Warmup* warmup = nullptr);
+
+/// A partition with its placement.
+struct Layout {
+  std::vector<int> ends;    ///< stage ends
+  std::vector<int> device;  ///< stage → device
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+/// Improves the placement for per-device balance: repeatedly tries swapping the device of a stage
+/// held by the busiest device (or one over the static cap) with another stage's, or moving it to
+/// another device, re-balancing the partition (balance_per_device) for every trial map, and keeps
+/// the best improvement of the objective (static overflow, largest device work, sum of squares).
+/// Every device keeps at least one stage. At most `max_rounds` improvements.
+[[nodiscard]] Layout rebalance_placement(std::span<const double> layer_work, const Layout& start, int devices,
+                                         const StaticLimit* limit = nullptr, int max_rounds = 8,
+                                         const Warmup* warmup = nullptr);
 
 /// Stage ends for a wave placement of k = stages / devices sweeps (stage_device from
 /// wave_placement) with a warm-up ramp: every device gets the same share of the work, and in the

@@ -122,7 +122,7 @@ class Search {
     std::vector<Scored> seeds = seed_phase();
     if (seeds.empty() || stopped()) return;
     // Local search from the best few distinct structures, then kicks from the best plan.
-    const int starts = std::min<int>(3, static_cast<int>(seeds.size()));
+    const int starts = std::min<int>(6, static_cast<int>(seeds.size()));
     for (int i = 0; i < starts && !stopped(); ++i) descend(seeds[static_cast<std::size_t>(i)], i == 0 ? "local search" : fmt::format("local search (start {})", i + 1));
     int failed = 0;
     while (!stopped() && failed < kMaxFailedKicks && have_best_) {
@@ -182,7 +182,7 @@ class Search {
   }
 
  private:
-  static constexpr int kMaxFailedKicks = 6;
+  static constexpr int kMaxFailedKicks = 30;
 
   void stop(const char* why) {
     if (stopped_by_.empty()) stopped_by_ = why;
@@ -232,28 +232,58 @@ class Search {
     std::vector<std::uint8_t> recompute;
   };
 
+  /// Candidate partitions and placements, best few per stage count by an analytic estimate
+  /// (static memory over the limit first, then max over devices of m × work + warm-up offset).
   [[nodiscard]] std::vector<Structure> structures() const {
-    std::vector<Structure> out;
     const int p = pp_;
-    // Static bytes per layer and activation bytes per micro-batch and device, for the partitions
-    // that keep every device's static memory under the limit.
+    // Static bytes and forward time per layer; activation bytes of one micro-batch.
     const double bpp = param_state_bytes(inputs_.model.training.dtype, std::max(inputs_.cluster.dp, 1));
-    std::vector<double> layer_static(static_cast<std::size_t>(layers_));
+    std::vector<double> layer_static(static_cast<std::size_t>(layers_)), layer_f(static_cast<std::size_t>(layers_));
     double act = 0;
     for (int l = 0; l < layers_; ++l) {
       const LayerCost& lc = inputs_.costs.layers[static_cast<std::size_t>(l)];
       layer_static[static_cast<std::size_t>(l)] = static_cast<double>(lc.params) * bpp;
+      layer_f[static_cast<std::size_t>(l)] = lc.f_ms + inputs_.costs.op_overhead_ms;
       act += static_cast<double>(lc.activation_bytes);
     }
     const double limit = ev_->memory_limit_bytes();
-    auto add = [&](std::vector<int> ends, const std::vector<int>& map) {
-      for (const Structure& st : out)
-        if (st.ends == ends && st.device == map) return;
-      out.push_back({std::move(ends), map, std::vector<std::uint8_t>(map.size(), 0)});
+    const Warmup warm{layer_f, static_cast<double>(m_)};
+    const StaticLimit one_mb{layer_static, limit - act / p};
+
+    struct Entry {
+      Structure st;
+      double overflow = 0, estimate = 0;
     };
+    auto score = [&](Entry& e) {
+      const std::vector<double> w = device_work(work_, e.st.ends, e.st.device, p);
+      std::vector<double> first(static_cast<std::size_t>(p), -1.0);
+      double f = 0;
+      int layer = 0;
+      for (std::size_t st = 0; st < e.st.ends.size(); ++st) {
+        double& o = first[static_cast<std::size_t>(e.st.device[st])];
+        if (o < 0) o = f;
+        for (; layer < e.st.ends[st]; ++layer) f += layer_f[static_cast<std::size_t>(layer)];
+      }
+      for (int d = 0; d < p; ++d)
+        e.estimate = std::max(e.estimate, m_ * w[static_cast<std::size_t>(d)] + first[static_cast<std::size_t>(d)]);
+      if (limit > 0 && one_mb.device_cap > 0) {
+        const std::vector<double> st = device_work(layer_static, e.st.ends, e.st.device, p);
+        for (double x : st) e.overflow += std::max(0.0, x - one_mb.device_cap);
+      }
+    };
+
+    std::vector<Structure> out;
     for (int k : {1, 2, 3, 4, 6, 8}) {
       const int S = k * p;
       if (S > layers_ || ops(S) > 400000) break;
+      std::vector<Entry> entries;
+      auto add = [&](std::vector<int> ends, const std::vector<int>& map) {
+        for (const Entry& e : entries)
+          if (e.st.ends == ends && e.st.device == map) return;
+        Entry e{{std::move(ends), map, std::vector<std::uint8_t>(map.size(), 0)}};
+        score(e);
+        entries.push_back(std::move(e));
+      };
       std::vector<std::vector<int>> maps;
       if (k == 1) maps.push_back(place_stages(Placement::Sequential, S, p));
       else {
@@ -262,22 +292,43 @@ class Search {
       }
       for (std::size_t mi = 0; mi < maps.size(); ++mi) {
         const std::vector<int>& map = maps[mi];
-        const std::vector<int> balanced = balance_per_device(work_, map, p);
-        add(balanced, map);
         if (k > 1) add(min_max_split(work_, S), map);
         if (k > 1 && mi == 0)  // wave: shorter first stages shorten the warm-up
           for (double ramp : {0.3, 0.6}) add(ramp_partition(work_, map, p, ramp), map);
+        // Per-device balance: plain, warm-up aware, and under static caps leaving room for 1, 2
+        // or 4 micro-batches of activations when the plain split exceeds them.
+        std::vector<const StaticLimit*> limits{nullptr};
+        std::vector<StaticLimit> caps;
+        caps.reserve(3);
+        const std::vector<int> plain = balance_per_device(work_, map, p);
         if (limit > 0) {
-          // Static memory of the balanced split over the limit (minus room for activations)?
-          const std::vector<double> stat = device_work(layer_static, balanced, map, p);
+          const std::vector<double> stat = device_work(layer_static, plain, map, p);
           for (double room : {1.0, 2.0, 4.0}) {
             StaticLimit sl{layer_static, limit - room * act / p};
-            if (sl.device_cap <= 0) continue;
-            if (*std::max_element(stat.begin(), stat.end()) <= sl.device_cap) continue;
-            add(balance_per_device(work_, map, p, 4, &sl), map);
+            if (sl.device_cap > 0 && *std::max_element(stat.begin(), stat.end()) > sl.device_cap) caps.push_back(sl);
+          }
+        }
+        for (const StaticLimit& c : caps) limits.push_back(&c);
+        // Re-placing stages for balance re-partitions once per trial map: small stage counts only.
+        const bool rebalance = k > 1 && k <= 4 && S <= 32;
+        for (const StaticLimit* lim : limits) {
+          for (const Warmup* w : {static_cast<const Warmup*>(nullptr), &warm}) {
+            const std::vector<int> ends = lim || w ? balance_per_device(work_, map, p, 4, lim, w) : plain;
+            add(ends, map);
+            if (rebalance) {
+              const Layout l = rebalance_placement(work_, Layout{ends, map}, p, lim, 6, w);
+              add(l.ends, l.device);
+            }
           }
         }
       }
+      // The most promising few of this stage count.
+      std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        if (a.overflow != b.overflow) return a.overflow < b.overflow;
+        return a.estimate < b.estimate;
+      });
+      const std::size_t keep = ops(S) <= 6000 ? 16 : 4;
+      for (std::size_t i = 0; i < entries.size() && i < keep; ++i) out.push_back(std::move(entries[i].st));
     }
     return out;
   }
