@@ -30,6 +30,14 @@ std::string_view to_string(FOrder order) {
   return "?";
 }
 
+std::string_view to_string(BOrder order) {
+  switch (order) {
+    case BOrder::OldestFirst: return "oldest-B-first";
+    case BOrder::DeepestFirst: return "deepest-B-first";
+  }
+  return "?";
+}
+
 std::string_view to_string(MemoryMode mode) {
   switch (mode) {
     case MemoryMode::Reserve: return "reserve";
@@ -256,7 +264,11 @@ class Run {
     const auto di = static_cast<std::size_t>(d);
     switch (kind_of(op)) {
       case kF: f_heap_[di].emplace(f_key(s, m), op); break;
-      case kB: b_heap_[di].emplace(mb_key(s, m), op); break;
+      case kB:
+        b_heap_[di].emplace(o_.b_order == BOrder::OldestFirst ? mb_key(s, m)
+                                                              : static_cast<std::int64_t>(S_ - 1 - s) * M_ + m,
+                            op);
+        break;
       case kW: w_heap_[di].emplace(mb_key(s, m), op); break;
       case kR: r_heap_[di].emplace(mb_key(s, m), op); break;
       default: break;

@@ -3,7 +3,7 @@
 /// partition and placement (any stage → device map, several stages per device, adjacent stages on
 /// one device). Whenever a device is free it starts the highest-priority op that is ready:
 ///   1. W, when the policy is Eager (W right after its B);
-///   2. B (or fused BW) — frees memory and shortens the critical path, oldest micro-batch first;
+///   2. B (or fused BW) — frees memory and shortens the critical path, ordered by BOrder;
 ///   3. R (recompute) — made eligible when the next stage's B of the same micro-batch starts, so it
 ///      overlaps the wait for the gradient; needs memory for the stage's activations;
 ///   4. F, ordered by FOrder, only when the device's activation cap allows it; F of stage 0 injects
@@ -45,6 +45,12 @@ enum class FOrder : std::uint8_t {
   ShallowestFirst,  ///< shallowest stage first, then the lowest micro-batch (breadth-first)
 };
 
+/// Which ready B a device prefers.
+enum class BOrder : std::uint8_t {
+  OldestFirst,   ///< lowest micro-batch first (completes micro-batches, frees their memory)
+  DeepestFirst,  ///< deepest stage first: the longest backward chain still ahead (critical path)
+};
+
 /// How F ops are admitted under the activation cap.
 enum class MemoryMode : std::uint8_t {
   Reserve,  ///< admit a micro-batch only when every device has room for all its activations
@@ -53,6 +59,7 @@ enum class MemoryMode : std::uint8_t {
 
 [[nodiscard]] std::string_view to_string(WPolicy policy);
 [[nodiscard]] std::string_view to_string(FOrder order);
+[[nodiscard]] std::string_view to_string(BOrder order);
 [[nodiscard]] std::string_view to_string(MemoryMode mode);
 
 /// What to schedule: stages (costs per micro-batch), their devices, and the transfers between them.
@@ -74,6 +81,7 @@ struct ListScheduleOptions {
   bool split_bw = true;  ///< B and W as separate ops (else fused BW)
   WPolicy w_policy = WPolicy::FillIdle;
   FOrder f_order = FOrder::OldestFirst;
+  BOrder b_order = BOrder::OldestFirst;
   MemoryMode memory = MemoryMode::Reserve;
   /// Per-device activation budget in bytes (memory limit minus static memory); empty: unlimited.
   /// A negative entry means the device cannot even hold its static memory (infeasible).

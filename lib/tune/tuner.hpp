@@ -69,6 +69,10 @@ struct MethodSummary {
   bool fits_memory = false;
   double tokens_per_s = 0;
   bool recompute = false;     ///< the plan recomputes some stage
+  /// For a baseline that recomputes only to fit (TuneResult::baselines_recompute_to_fit): the
+  /// same baseline without recompute, as its framework would run it if memory allowed.
+  std::optional<double> without_recompute_ms;
+  std::int64_t without_recompute_peak_bytes = 0;
 };
 
 struct TuneStats {
