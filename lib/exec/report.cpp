@@ -16,7 +16,8 @@
 namespace octo::exec {
 namespace {
 
-constexpr int kFields = 10;  // loss, step, pipeline, busy, wait, overhead, allreduce, ops, peak, update
+constexpr int kFields =
+    11;  // loss, step, pipeline, busy, wait, overhead, allreduce, ops, peak, update, progress
 constexpr std::array<OpKind, 5> kComputeKinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R};
 
 int kind_slot(OpKind k) {
@@ -65,6 +66,7 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
     row[7] = static_cast<float>(st.ops);
     row[8] = static_cast<float>(st.peak_activation_bytes);
     row[9] = static_cast<float>(st.update_ms);
+    row[10] = static_cast<float>(st.progress_ms);
   }
   world.all_reduce(table);
 
@@ -98,6 +100,7 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
       st.ops = static_cast<int>(row[7]);
       st.peak_activation_bytes = static_cast<std::int64_t>(row[8]);
       st.update_ms = row[9];
+      st.progress_ms = row[10];
       st.spans.resize(program.size());
       for (std::size_t i = 0; i < program.size(); ++i)
         st.spans[i] = {spans[((r * S + s) * max_ops + i) * 2], spans[((r * S + s) * max_ops + i) * 2 + 1]};
@@ -116,7 +119,7 @@ nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int wa
       static_cast<double>(p.microbatches) * p.micro_batch * static_cast<double>(p.seq) * p.dp;
 
   std::vector<double> iteration, pipeline, bubble;
-  double overhead_ms = 0, ops = 0;
+  double overhead_ms = 0, progress_ms = 0, ops = 0;
   for (int s = first; s < end; ++s) {
     double makespan = 0, busy = 0, step_ms = 0;
     for (const auto& rank : stats.per_rank) {
@@ -125,6 +128,7 @@ nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int wa
       step_ms = std::max(step_ms, st.step_ms + st.update_ms);
       busy += st.busy_ms;
       overhead_ms += st.overhead_ms;
+      progress_ms += st.progress_ms;
       ops += st.ops;
     }
     iteration.push_back(step_ms);
@@ -238,6 +242,7 @@ nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int wa
           {"bubble_ratio", median(bubble)},
           {"tokens_per_s", it_ms > 0 ? tokens / (it_ms / 1000.0) : 0.0},
           {"overhead_us_per_op", ops > 0 ? 1000.0 * overhead_ms / ops : 0.0},
+          {"progress_us_per_op", ops > 0 ? 1000.0 * progress_ms / ops : 0.0},
           {"start_delay_ratio", pipe_ms > 0 ? delay_sum / (stats.ranks * pipe_ms) : 0.0},
           {"ranks", std::move(ranks)},
           {"stage_ms", std::move(stage_ms)},

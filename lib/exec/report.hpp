@@ -29,6 +29,8 @@ struct RunStats {
 ///   bubble_ratio        1 − Σ busy / (ranks × pipeline time), per step
 ///   tokens_per_s        tokens of a step (all replicas) / iteration time
 ///   overhead_us_per_op  runtime time outside compute and transfer waits, per op
+///   progress_us_per_op  the part of it spent testing pending transfers (MPI progress: on the
+///                       CPU transport this includes copying the received tensors)
 ///   start_delay_ratio   Σ start delays / (ranks × pipeline time): the part of the bubble due to
 ///                       the transport and the runtime, not to the plan or the op times
 ///   ranks[]             rank, device, replica, busy_ms, idle_ms (pipeline time − busy), wait_ms,

@@ -409,7 +409,9 @@ StepStats Runtime::step(std::int64_t index) {
   for (std::size_t i = 0; i < program.size(); ++i) {
     try {
       run_op(st, i);
+      const auto before = Clock::now();
       progress(st);
+      st.stats.progress_ms += us_between(before, Clock::now()) / 1000.0;
     } catch (const std::exception& e) {
       fail_at(fmt::format("{} (op {})", describe(program[i]), i), e);
     }
@@ -444,6 +446,10 @@ StepStats Runtime::step(std::int64_t index) {
   st.stats.ops = static_cast<int>(program.size());
   st.stats.overhead_ms =
       std::max(0.0, us_between(st.t0, sent) / 1000.0 - st.stats.busy_ms - st.stats.wait_ms);
+  log::debug(
+      "exec",
+      "step {}: busy {:.3f} ms, waits {:.3f} ms, overhead {:.3f} ms ({:.3f} ms testing transfers), {} ops",
+      index, st.stats.busy_ms, st.stats.wait_ms, st.stats.overhead_ms, st.stats.progress_ms, st.stats.ops);
 
   try {
     const auto before = Clock::now();

@@ -91,6 +91,7 @@ struct StepStats {
   double busy_ms = 0;       ///< Σ compute op durations
   double wait_ms = 0;       ///< blocked on transfers (receives before consumers, sends at the end)
   double overhead_ms = 0;   ///< the rest of the op walk: posting, hand-offs, bookkeeping
+  double progress_ms = 0;   ///< part of overhead_ms: testing pending transfers after each op (MPI progress)
   double allreduce_ms = 0;  ///< data-parallel gradient all-reduce
   double update_ms = 0;     ///< the optimizer step (filled in by whoever calls update())
   int ops = 0;              ///< ops walked (compute and comm)

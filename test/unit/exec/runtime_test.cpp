@@ -290,6 +290,8 @@ TEST_CASE("runtime: measured figures and the timeline are consistent", "[exec][r
   CHECK(bubble >= 0);
   CHECK(bubble < 1);
   CHECK(m.at("overhead_us_per_op").get<double>() >= 0);
+  // Testing transfers is part of the overhead (the walk's time outside compute and waits).
+  CHECK(m.at("progress_us_per_op").get<double>() <= m.at("overhead_us_per_op").get<double>() + 1e-3);
   double busy = 0;
   for (const auto& r : m.at("ranks")) {
     CHECK(r.at("busy_ms").get<double>() > 0);
