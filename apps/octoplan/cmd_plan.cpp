@@ -61,7 +61,7 @@ Runner setup(CLI::App& app) {
       "Tune partition, placement and schedule together (iterative, bubble-aware, simulator-verified) and write "
       "the plan file");
   add_input_options(cmd, args.inputs);
-  cmd->add_option("--time-budget", args.time_budget_s, "Search time budget in seconds (default 10)")
+  cmd->add_option("--time-budget", args.time_budget_s, "Search effort in seconds of a 2-core reference machine (default 10): a deterministic work budget; the wall clock is capped at 2.5x")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", args.seed, "Seed of the search's random moves (default 1)");
   cmd->add_option("--threads", args.threads, "Threads evaluating candidates (default: all cores)")

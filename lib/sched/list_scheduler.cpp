@@ -166,6 +166,17 @@ class Run {
   }
   [[nodiscard]] std::int64_t mb_key(int s, int m) const { return static_cast<std::int64_t>(m) * S_ + s; }
 
+  /// `key` spread by 16 and offset by up to 16 × jitter (pseudo-random per op), so ops whose keys
+  /// differ by less than about `jitter` may swap.
+  [[nodiscard]] std::int64_t jittered(std::int64_t key, std::int32_t op) const {
+    if (o_.jitter <= 0) return key;
+    std::uint64_t z = o_.jitter_seed + 0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(op) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return key * 16 + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(16 * o_.jitter + 1));
+  }
+
   /// Re-times the schedule as early as its order allows (list order per device, data
   /// dependencies, ideal transfer delays): what the simulator computes for the compute-only plan.
   void retime() {
@@ -263,10 +274,11 @@ class Run {
     const int s = stage_of(op), m = mb_of(op), d = dev(s);
     const auto di = static_cast<std::size_t>(d);
     switch (kind_of(op)) {
-      case kF: f_heap_[di].emplace(f_key(s, m), op); break;
+      case kF: f_heap_[di].emplace(jittered(f_key(s, m), op), op); break;
       case kB:
-        b_heap_[di].emplace(o_.b_order == BOrder::OldestFirst ? mb_key(s, m)
-                                                              : static_cast<std::int64_t>(S_ - 1 - s) * M_ + m,
+        b_heap_[di].emplace(jittered(o_.b_order == BOrder::OldestFirst ? mb_key(s, m)
+                                                                       : static_cast<std::int64_t>(S_ - 1 - s) * M_ + m,
+                                     op),
                             op);
         break;
       case kW: w_heap_[di].emplace(mb_key(s, m), op); break;
@@ -418,7 +430,8 @@ class Run {
     Candidate cand[2];
     int nc = 0;
     if (!f_heap_[di].empty()) cand[nc++] = {f_heap_[di].top().first, f_heap_[di].top().second, false};
-    if (dev(0) == d && can_admit()) cand[nc++] = {f_key(0, admitted_), id(0, admitted_, kF), true};
+    if (dev(0) == d && can_admit())
+      cand[nc++] = {jittered(f_key(0, admitted_), id(0, admitted_, kF)), id(0, admitted_, kF), true};
     if (nc == 2 && cand[1].key < cand[0].key) std::swap(cand[0], cand[1]);
     for (int i = 0; i < nc; ++i) {
       const int s = stage_of(cand[i].op);

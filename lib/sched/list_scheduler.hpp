@@ -89,6 +89,11 @@ struct ListScheduleOptions {
   /// Most micro-batches admitted and not yet through their last backward (B of stage 0);
   /// 0: no limit besides memory.
   int max_inflight = 0;
+  /// Randomised priorities (GRASP-style sampling of schedules): every F and B priority gets a
+  /// pseudo-random offset of up to `jitter` positions, drawn from `jitter_seed` and the op, so
+  /// nearby ops may swap. 0: the plain order. Deterministic for a given seed.
+  int jitter = 0;
+  std::uint64_t jitter_seed = 0;
 
   friend bool operator==(const ListScheduleOptions&, const ListScheduleOptions&) = default;
 };

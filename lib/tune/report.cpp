@@ -26,6 +26,7 @@ nlohmann::json search_json(const TuneResult& r) {
   return {{"evaluations", r.stats.evaluations},
           {"infeasible", r.stats.infeasible},
           {"pruned", r.stats.pruned},
+          {"work_units", r.stats.work_units},
           {"rounds", r.stats.rounds},
           {"improvements", r.stats.improvements},
           {"kicks", r.stats.kicks},

@@ -148,13 +148,21 @@ class Search {
   [[nodiscard]] bool stopped() {
     if (!stopped_by_.empty()) return true;
     if (options_.max_evaluations > 0 && stats_.evaluations >= options_.max_evaluations) stop("evaluation limit");
-    else if (elapsed() >= options_.time_budget_s) stop("time budget");
+    else if (stats_.work_units >= work_budget()) stop("work budget");
+    else if (elapsed() >= wall_cap()) stop("wall-clock cap");
     return !stopped_by_.empty();
   }
   [[nodiscard]] const std::string& stopped_by() const { return stopped_by_; }
   void reset_stop() { stopped_by_.clear(); }
 
   [[nodiscard]] double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  /// The search's effort budget: time_budget_s on the reference machine, in op-units.
+  [[nodiscard]] double work_budget() const {
+    return options_.time_budget_s * kUnitsPerSecondPerThread * pool_.threads();
+  }
+  /// The hard wall-clock limit (baselines included), for machines slower than the reference.
+  [[nodiscard]] double wall_cap() const { return options_.time_budget_s * kWallCapFactor; }
 
   void report(const std::string& step, bool force) {
     const double now = elapsed();
@@ -182,7 +190,7 @@ class Search {
   }
 
  private:
-  static constexpr int kMaxFailedKicks = 30;
+  static constexpr int kMaxFailedKicks = 200;
 
   void stop(const char* why) {
     if (stopped_by_.empty()) stopped_by_ = why;
@@ -199,7 +207,7 @@ class Search {
     int n = static_cast<int>(cands.size());
     if (options_.max_evaluations > 0)
       n = static_cast<int>(std::min<std::int64_t>(n, std::max<std::int64_t>(0, options_.max_evaluations - stats_.evaluations)));
-    const double budget = options_.time_budget_s;
+    const double budget = wall_cap();
     pool_.run(n, [&](int i, int worker) {
       if (elapsed() >= budget) return;
       out[static_cast<std::size_t>(i)] =
@@ -208,6 +216,11 @@ class Search {
     for (int i = 0; i < n; ++i) {
       const Evaluation& e = out[static_cast<std::size_t>(i)];
       if (e.ok || e.pruned || !e.problem.empty()) ++stats_.evaluations;
+      // Work in op-units, a deterministic measure of effort: scheduling costs about one unit per
+      // compute op, lowering and simulating about two more.
+      const double units = static_cast<double>(ops(cands[static_cast<std::size_t>(i)].c.stages()));
+      if (e.ok) stats_.work_units += 3 * units;
+      else if (e.pruned || !e.problem.empty()) stats_.work_units += units;
       if (!e.ok && !e.problem.empty()) ++stats_.infeasible;
       if (e.pruned) ++stats_.pruned;
     }
@@ -570,6 +583,19 @@ class Search {
       }
       for (double scale : {1.0, 0.95, 0.9, 0.8})
         opt([scale](Candidate& n) { n.cap_scale = scale; });
+      // Randomised priorities, once the plain neighbourhood is exhausted: samples of nearby
+      // orders (GRASP).
+      if (c.schedule.jitter > 0) opt([](Candidate& n) { n.schedule.jitter = 0; });
+      const int samples = !extended ? 0 : small ? 8 : 3;
+      for (int i = 0; i < samples; ++i) {
+        static constexpr int kJitter[] = {1, 2, 4, 8};
+        const int j = kJitter[rng_.below(4)];
+        const std::uint64_t seed = rng_.next();
+        opt([j, seed](Candidate& n) {
+          n.schedule.jitter = j;
+          n.schedule.jitter_seed = seed;
+        });
+      }
     }
 
     // 3. Recompute: off where it is on; on (per stage and per device) where memory binds.
@@ -684,6 +710,8 @@ class Search {
           t.schedule.f_order = static_cast<FOrder>(rng_.below(3));
           t.schedule.memory = rng_.below(2) ? MemoryMode::Reserve : MemoryMode::Greedy;
           t.schedule.split_bw = rng_.below(4) != 0;
+          t.schedule.jitter = rng_.below(2) ? 0 : 1 + rng_.below(8);
+          t.schedule.jitter_seed = rng_.next();
           break;
         }
         default: {  // move a stage to a random device

@@ -16,8 +16,9 @@
 ///    the best plan until no step helps or the time budget ends.
 /// Candidates of a round are generated deterministically and evaluated on a thread pool (one
 /// Simulator per worker) in fixed chunks, reduced in candidate order with index tie-breaks: for a
-/// given seed the result does not depend on the thread count, and two runs are identical unless
-/// the time budget (wall clock) ends the search (TuneStats::stopped_by tells).
+/// given seed and thread count the result is the same on every run (the budget is counted in work,
+/// not seconds) unless the wall-clock cap ends the search on a slow machine (TuneStats::stopped_by
+/// tells). With max_evaluations alone it does not even depend on the thread count.
 
 #include <cstdint>
 #include <functional>
@@ -43,11 +44,22 @@ struct TuneProgress {
   bool best_fits_memory = false;
 };
 
+/// Op-units (compute ops scheduled, lowered and simulated) one thread of the reference machine
+/// (a 2-core cloud VM) evaluates per second; TuneOptions::time_budget_s is converted to a work
+/// budget with it.
+inline constexpr double kUnitsPerSecondPerThread = 2.5e6;
+/// The wall-clock cap is this multiple of time_budget_s.
+inline constexpr double kWallCapFactor = 2.5;
+
 struct TuneOptions {
   int pp = 0;                      ///< pipeline devices; 0: inputs.pp
   int microbatches = 0;            ///< 0: inputs.microbatches
   double memory_limit_bytes = 0;   ///< per device; 0: inputs.memory_limit_bytes
-  double time_budget_s = 10;       ///< wall-clock budget of the search (baselines included)
+  /// Search effort in seconds of the reference machine: a deterministic work budget of
+  /// time_budget_s × threads × kUnitsPerSecondPerThread op-units (so the result depends only on
+  /// the seed and the thread count), with a hard wall-clock cap of kWallCapFactor × time_budget_s
+  /// (baselines included) on slower machines.
+  double time_budget_s = 10;
   std::uint64_t seed = 1;
   int threads = 0;                 ///< 0: std::thread::hardware_concurrency()
   /// Stop after this many candidate evaluations (0: no limit): a budget that, unlike the wall
@@ -79,12 +91,14 @@ struct TuneStats {
   std::int64_t evaluations = 0;     ///< candidates scheduled and simulated
   std::int64_t infeasible = 0;      ///< candidates the scheduler rejected (memory)
   std::int64_t pruned = 0;          ///< candidates whose lower bound could not beat the current plan
+  double work_units = 0;            ///< effort spent, in op-units (see kUnitsPerSecondPerThread)
   int rounds = 0;                   ///< local search rounds
   int improvements = 0;             ///< accepted steps
   int kicks = 0;                    ///< random restarts from the best plan
   double elapsed_s = 0;
   double baselines_s = 0;           ///< time spent building the baselines
-  std::string stopped_by;           ///< "converged", "time budget", "evaluation limit"
+  /// "converged", "work budget", "evaluation limit" (all deterministic) or "wall-clock cap".
+  std::string stopped_by;
   std::string start;                ///< the incumbent the search started from (a baseline or "none")
   std::string origin;               ///< what the best plan is: "search" or the baseline it kept
   std::string schedule;             ///< Candidate::describe() of the best plan, or the baseline name
