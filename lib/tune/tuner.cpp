@@ -138,7 +138,7 @@ class Search {
       kicked.e = e[0];
       const double before = best_.e.makespan_ms;
       const bool before_fits = best_.e.fits_memory;
-      descend(kicked, "kick + local search");
+      descend(kicked, "kick + local search", Move::Kick);
       if (best_.e.fits_memory != before_fits || best_.e.makespan_ms < before * (1.0 - 1e-9)) failed = 0;
       else ++failed;
     }
@@ -182,9 +182,12 @@ class Search {
       p.best_fits_memory = shown->fits_memory;
     }
     if (!options_.quiet) {
-      fmt::print(stderr, "octoplan: [{:6.1f} s] {:<28} best {:>10.1f} ms  bubble {:5.1f}%{}  ({} evaluations)\n", now,
-                 step, p.best_iteration_ms, p.best_bubble_ratio * 100, p.best_fits_memory ? "" : " (does not fit)",
-                 p.evaluations);
+      if (shown)
+        fmt::print(stderr, "octoplan: [{:6.1f} s] {:<28} best {:>10.1f} ms  bubble {:5.1f}%{}  ({} evaluations)\n", now,
+                   step, p.best_iteration_ms, p.best_bubble_ratio * 100, p.best_fits_memory ? "" : " (does not fit)",
+                   p.evaluations);
+      else
+        fmt::print(stderr, "octoplan: [{:6.1f} s] {}\n", now, step);
     }
     if (options_.progress) options_.progress(p);
   }
@@ -467,16 +470,15 @@ class Search {
 
   /// Steepest descent in chunks: the first chunk (in candidate order) holding an improvement
   /// decides the step; its best candidate (lowest index on ties) is kept.
-  void descend(Scored current, const std::string& step) {
-    offer(current, Move::Seed, step);
+  void descend(Scored current, const std::string& step, Move start = Move::Seed) {
+    offer(current, start, step);
     while (!stopped()) {
       ++stats_.rounds;
-      const std::vector<Neighbour> cands = neighbours(current, false);
       int found = -1;
       Evaluation found_e;
       const int ch = chunk(current.c.stages());
       bool extended = false;
-      std::vector<Neighbour> pool_cands = cands;
+      std::vector<Neighbour> pool_cands = neighbours(current, false);
       for (std::size_t begin = 0; begin < pool_cands.size() && !stopped();) {
         const std::size_t end = std::min(pool_cands.size(), begin + static_cast<std::size_t>(ch));
         std::vector<Neighbour> part(pool_cands.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -493,9 +495,14 @@ class Search {
         if (found >= 0) break;
         begin = end;
         if (begin >= pool_cands.size() && !extended) {
-          // Nothing in the bubble-aware neighbourhood: widen it once before giving up.
+          // Nothing in the bubble-aware neighbourhood: widen it once before giving up (without
+          // the candidates just evaluated).
           extended = true;
-          pool_cands = neighbours(current, true);
+          std::vector<Neighbour> wide = neighbours(current, true);
+          std::erase_if(wide, [&](const Neighbour& w) {
+            return std::any_of(pool_cands.begin(), pool_cands.end(), [&](const Neighbour& n) { return n.c == w.c; });
+          });
+          pool_cands = std::move(wide);
           begin = 0;
         }
         report(step, false);
@@ -507,6 +514,7 @@ class Search {
       offer(current, n.move, fmt::format("{}: {}", step, kMoveNames[static_cast<std::size_t>(n.move)]));
     }
   }
+
 
   /// Sample `n` of `v` deterministically (keeps order), when v is larger.
   void sample(std::vector<Neighbour>& v, std::size_t n) {
@@ -746,6 +754,14 @@ class Search {
 
 /// Σ params × bytes per parameter over the model: no partition can put less than this / p on its
 /// busiest device.
+/// "12.3 GiB", or MiB / KiB for small sizes.
+std::string human_bytes(double bytes) {
+  constexpr double kKiB = 1024.0;
+  if (bytes >= kKiB * kKiB * kKiB) return fmt::format("{:.1f} GiB", bytes / (kKiB * kKiB * kKiB));
+  if (bytes >= kKiB * kKiB) return fmt::format("{:.1f} MiB", bytes / (kKiB * kKiB));
+  return fmt::format("{:.1f} KiB", bytes / kKiB);
+}
+
 double total_static_bytes(const PlannerInputs& in) {
   double params = 0;
   for (const LayerCost& l : in.costs.layers) params += static_cast<double>(l.params);
@@ -796,7 +812,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     baseline_inputs.model.training.recompute = RecomputePolicy::Auto;
     result.baselines_recompute_to_fit = true;
   }
-  search.report("baselines", true);
+  search.report("building the baselines", true);
   result.baseline_runs = run_baselines(baseline_inputs);
   const double baselines_s = search.elapsed();
   const BaselineRun* best_run = nullptr;
@@ -856,11 +872,10 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   if (!can_fit) {
     search_limit = fastest_run ? static_cast<double>(fastest_run->plan->predicted.value("max_peak_memory_bytes", std::int64_t{0})) : 0;
     result.memory_note = fmt::format(
-        "no plan can fit {:.1f} GiB per device: the static memory (weights, gradients, optimizer state) alone needs "
-        "at least {:.1f} GiB per device on {} devices; the search kept every plan within {:.1f} GiB, the peak of the "
-        "fastest baseline {}",
-        limit / (1024.0 * 1024 * 1024), total_static_bytes(inputs) / p / (1024.0 * 1024 * 1024), p,
-        search_limit / (1024.0 * 1024 * 1024), fastest_run ? fastest_run->method : std::string("(none)"));
+        "no plan can fit {} per device: the static memory (weights, gradients, optimizer state) alone needs at least "
+        "{} per device on {} devices; the search kept every plan within {}, the peak of the fastest baseline {}",
+        human_bytes(limit), human_bytes(total_static_bytes(inputs) / p), p, human_bytes(search_limit),
+        fastest_run ? fastest_run->method : std::string("(none)"));
   }
   auto evaluator = std::make_unique<Evaluator>(inputs, p, m, search_limit);
   Evaluation incumbent_eval;
@@ -873,10 +888,9 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     // not fit even with recompute. Search again under the fastest baseline's peak.
     search_limit = fastest_run ? static_cast<double>(fastest_run->plan->predicted.value("max_peak_memory_bytes", std::int64_t{0})) : 0;
     result.memory_note = fmt::format(
-        "no plan found that fits {:.1f} GiB per device, even with recompute; the search kept every plan within "
-        "{:.1f} GiB, the peak of the fastest baseline {}",
-        limit / (1024.0 * 1024 * 1024), search_limit / (1024.0 * 1024 * 1024),
-        fastest_run ? fastest_run->method : std::string("(none)"));
+        "no plan found that fits {} per device, even with recompute; the search kept every plan within {}, the peak "
+        "of the fastest baseline {}",
+        human_bytes(limit), human_bytes(search_limit), fastest_run ? fastest_run->method : std::string("(none)"));
     evaluator = std::make_unique<Evaluator>(inputs, p, m, search_limit);
     if (incumbent) incumbent_eval = evaluator->evaluate_plan(*incumbent->plan, sim);
     search.reset_stop();
