@@ -71,6 +71,7 @@ void check_problem(const ListScheduleProblem& p, const ListScheduleOptions& o) {
     fail("list scheduler: {} activation caps for {} devices (expected one per device)", o.activation_cap.size(),
          p.devices);
   if (o.max_inflight < 0) fail("list scheduler: max_inflight {} (expected >= 0)", o.max_inflight);
+  if (!(o.hold >= 0)) fail("list scheduler: hold {} (expected >= 0)", o.hold);
   for (int s = 0; s < S; ++s) {
     const int d = p.stage_device[static_cast<std::size_t>(s)];
     if (d < 0 || d >= p.devices) fail("list scheduler: stage {} on device {} (expected 0..{})", s, d, p.devices - 1);
@@ -229,6 +230,7 @@ class Run {
     pending_w_.assign(static_cast<std::size_t>(D_), 0);
     peak_.assign(static_cast<std::size_t>(D_), 0);
     open_r_.assign(static_cast<std::size_t>(D_), 0);
+    expected_b_.assign(static_cast<std::size_t>(D_), {});
     need_.assign(static_cast<std::size_t>(D_), 0);
     headroom_.assign(static_cast<std::size_t>(D_), 0);
     cap_.assign(static_cast<std::size_t>(D_), kUnlimited);
@@ -339,6 +341,9 @@ class Run {
       case kB:
         // The recompute of the next stage down may start now: the gradient is on its way.
         if (s > 0 && rc(s - 1)) satisfy(id(s - 1, m, kR), now, now);
+        // The device of stage s-1 can expect its B when this one's gradient arrives.
+        if (s > 0 && o_.hold > 0 && dev(s - 1) != d)
+          expected_b_[static_cast<std::size_t>(dev(s - 1))].push(now + duration(s, kB) + transfer(s - 1));
         break;
       default: break;
     }
@@ -408,6 +413,14 @@ class Run {
     Heap& w = w_heap_[di];
     if (o_.w_policy == WPolicy::Eager && !w.empty()) return take(w);
     if (!b_heap_[di].empty()) return take(b_heap_[di]);
+    // Time until the next B expected here (look-ahead, hold > 0).
+    double b_soon = std::numeric_limits<double>::infinity();
+    if (o_.hold > 0) {
+      auto& q = expected_b_[di];
+      while (!q.empty() && q.top() <= now) q.pop();
+      if (!q.empty()) b_soon = q.top() - now;
+    }
+    auto holds = [&](double op_ms) { return b_soon < o_.hold * op_ms; };
 
     const std::int64_t cap = cap_[di];
     Heap& r = r_heap_[di];
@@ -435,6 +448,7 @@ class Run {
     if (nc == 2 && cand[1].key < cand[0].key) std::swap(cand[0], cand[1]);
     for (int i = 0; i < nc; ++i) {
       const int s = stage_of(cand[i].op);
+      if (holds(duration(s, kF))) break;  // the B is worth waiting for
       if (fits(d, alloc_f(cost(s), rc(s)), f_limit)) {
         if (!cand[i].admission) return take(f_heap_[di]);
         start(d, cand[i].op, now);
@@ -442,7 +456,8 @@ class Run {
       }
       if (!w.empty()) return take(w);  // deferred W memory is in the way: release it first
     }
-    if (o_.w_policy == WPolicy::FillIdle && !w.empty()) return take(w);
+    if (o_.w_policy == WPolicy::FillIdle && !w.empty() && !holds(duration(stage_of(w.top().second), kW)))
+      return take(w);
     return false;
   }
 
@@ -472,6 +487,8 @@ class Run {
   std::vector<std::uint8_t> busy_;
   std::vector<std::int64_t> live_, reserved_, pending_w_, peak_, need_, headroom_, cap_;
   std::vector<int> open_r_;
+  /// Per device: times at which gradients for its B ops are expected (hold > 0).
+  std::vector<std::priority_queue<double, std::vector<double>, std::greater<>>> expected_b_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::int64_t seq_ = 0;
   int admitted_ = 0, inflight_ = 0;

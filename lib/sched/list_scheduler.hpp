@@ -94,6 +94,10 @@ struct ListScheduleOptions {
   /// nearby ops may swap. 0: the plain order. Deterministic for a given seed.
   int jitter = 0;
   std::uint64_t jitter_seed = 0;
+  /// Look-ahead for the critical path: when > 0, a device does not start an F or a fill-in W if
+  /// the gradient for one of its B ops (already being computed downstream) arrives within hold ×
+  /// that op's duration; it waits for the B instead. 0: never wait while something is ready.
+  double hold = 0;
 
   friend bool operator==(const ListScheduleOptions&, const ListScheduleOptions&) = default;
 };

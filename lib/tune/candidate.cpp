@@ -21,6 +21,7 @@ std::string Candidate::describe() const {
                                  to_string(schedule.f_order), to_string(schedule.memory),
                                  schedule.max_inflight > 0 ? fmt::format("max {} in flight", schedule.max_inflight)
                                                            : std::string("no in-flight limit"));
+  if (schedule.hold > 0) text += fmt::format(", hold {:.2g}", schedule.hold);
   if (schedule.jitter > 0) text += fmt::format(", priority jitter {} (seed {})", schedule.jitter, schedule.jitter_seed);
   if (schedule.b_order != BOrder::OldestFirst) text += fmt::format(", {}", to_string(schedule.b_order));
   if (cap_scale < 1.0) text += fmt::format(", {:.0f}% memory cap", cap_scale * 100);

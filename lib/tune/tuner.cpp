@@ -591,6 +591,8 @@ class Search {
       }
       for (double scale : {1.0, 0.95, 0.9, 0.8})
         opt([scale](Candidate& n) { n.cap_scale = scale; });
+      for (double hold : {0.0, 0.25, 0.5, 1.0})
+        opt([hold](Candidate& n) { n.schedule.hold = hold; });
       // Randomised priorities, once the plain neighbourhood is exhausted: samples of nearby
       // orders (GRASP).
       if (c.schedule.jitter > 0) opt([](Candidate& n) { n.schedule.jitter = 0; });

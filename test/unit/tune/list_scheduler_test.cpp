@@ -198,6 +198,45 @@ TEST_CASE("recompute: R before every B, only the stage input kept", "[list][memo
   CHECK(min_activation_cap(p, 1) == 100);
 }
 
+TEST_CASE("hold: wait for an expected B instead of starting an F", "[list]") {
+  // Stage 0 (device 0): F = B = 1, W = 0; stage 1 (device 1): F = 1, B = 2, W = 0; 4 micro-batches.
+  // Device 0 runs F(0,0..2) in [0,3]; B(1,0) runs on device 1 in [2,4], so B(0,0) is expected at 4.
+  // Without hold, device 0 starts F(0,3) in [3,4]; with hold 2 (3 + 2 x 1 > 4) it waits and runs
+  // B(0,0) in [4,5] first, then F(0,3).
+  ListScheduleProblem p = unit_problem(2, 4, {0, 1});
+  p.costs[0].w_ms = p.costs[1].w_ms = 0;
+  p.costs[1].b_ms = 2;
+  const ListSchedule plain = list_schedule(p);
+  REQUIRE(plain.feasible());
+  CHECK(plain.programs[0][3] == Op::compute(OpKind::F, 0, 3));
+  CHECK(plain.programs[0][4] == Op::compute(OpKind::B, 0, 0));
+  ListScheduleOptions o;
+  o.hold = 2;
+  const ListSchedule held = list_schedule(p, o);
+  REQUIRE(held.feasible());
+  CHECK(held.programs[0][3] == Op::compute(OpKind::B, 0, 0));
+  CHECK(held.programs[0][4] == Op::compute(OpKind::F, 0, 3));
+}
+
+TEST_CASE("priority jitter reorders deterministically", "[list]") {
+  const ListScheduleProblem p = unit_problem(3, 6, {0, 1, 2, 2, 1, 0});
+  ListScheduleOptions o;
+  o.jitter = 8;
+  o.jitter_seed = 7;
+  const ListSchedule a = list_schedule(p, o);
+  const ListSchedule b = list_schedule(p, o);
+  REQUIRE(a.feasible());
+  CHECK(a.programs == b.programs);
+  // Some seed changes the order (8 positions of jitter on 36 F/B ops).
+  bool differs = false;
+  const ListSchedule plain = list_schedule(p);
+  for (std::uint64_t seed = 1; seed < 20 && !differs; ++seed) {
+    o.jitter_seed = seed;
+    differs = list_schedule(p, o).programs != plain.programs;
+  }
+  CHECK(differs);
+}
+
 TEST_CASE("fused backward emits BW", "[list]") {
   ListScheduleOptions o;
   o.split_bw = false;
@@ -256,6 +295,12 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     o.f_order = static_cast<FOrder>(rng() % 3);
     o.memory = rng() % 2 ? MemoryMode::Reserve : MemoryMode::Greedy;
     o.max_inflight = static_cast<int>(rng() % 4);
+    o.hold = (rng() % 3) * 0.5;
+    o.b_order = rng() % 2 ? BOrder::OldestFirst : BOrder::DeepestFirst;
+    if (rng() % 3 == 0) {
+      o.jitter = 1 + static_cast<int>(rng() % 8);
+      o.jitter_seed = rng();
+    }
     std::vector<std::int64_t> cap;
     if (rng() % 2) {
       for (int d = 0; d < devices; ++d) cap.push_back(min_activation_cap(p, d) + static_cast<std::int64_t>(rng() % 300));
