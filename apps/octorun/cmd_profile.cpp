@@ -25,6 +25,7 @@ namespace {
 struct ProfileArgs {
   std::string model;
   std::string output;
+  std::string data;
   octo::exec::ProfileOptions options;
   bool no_recompute = false;
   bool no_link = false;
@@ -47,10 +48,13 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   // Set-up on every rank; all ranks agree on failure so one message is printed and none hangs.
   std::unique_ptr<octo::nn::Device> device;
   std::optional<octo::ModelSpec> model;
+  std::optional<octo::nn::TextData> data;
   std::string error;
   try {
     check_output(a.output);
     model.emplace(octo::load_model(a.model));
+    data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
+    a.options.data = &*data;
     device = octo::exec::make_device(a.options.backend);
   } catch (const std::exception& e) {
     error = e.what();
@@ -97,13 +101,16 @@ Runner setup(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seq", args.options.seq, "Tokens per sequence (default: the model's)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--reps", args.options.reps, "Measured repetitions per layer and rank (median)")
+  cmd->add_option("--reps", args.options.reps, "Measured repetitions, each running every layer (medians over repetitions, ranks and layers of a kind)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--warmup", args.options.warmup, "Repetitions run before measuring")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--seed", args.options.seed, "Parameter initialization seed")->capture_default_str();
+  cmd->add_option("--data", args.data,
+                  "Training text the micro-batches are drawn from, as octorun draws them (default "
+                  "profiles/data/tiny-corpus.txt)");
   cmd->add_flag("--no-recompute", args.no_recompute, "Do not measure R (write r_ms = f_ms)");
   cmd->add_flag("--no-link", args.no_link, "Do not measure the point-to-point link (keep the cluster's)");
   return [](octo::exec::Comm& world) { return run(args, world); };

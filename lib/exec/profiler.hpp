@@ -4,22 +4,29 @@
 ///
 /// Every DISTINCT layer is measured once (layers of the same kind share their dimensions, which
 /// are per-kind in a model spec, so the parts of a layer are the key) and its numbers are written
-/// for every model layer of that kind. A layer is run the way the executor runs a stage: as a
-/// one-layer StageNet on the Device, through make_context, forward (F), backward_input (B),
-/// backward_weight (W) and, for R, forward without keeping activations followed by recompute.
-/// Times are medians over the repetitions after the warm-up; all ranks measure at once (as they
-/// compute at once in a pipeline, sharing caches and memory bandwidth) and their samples are
-/// pooled. Memory is read from the Device's allocation counters (bytes_in_use): activation_bytes
-/// is what a layer's forward leaves allocated besides its output (its saved input included),
+/// for every model layer of that kind. Layers run the way the executor runs stages: each as a
+/// one-layer StageNet on the Device, through forward (F), backward_input (B), backward_weight (W)
+/// and, for R, forward without keeping activations followed by recompute. They run in place, as
+/// one sequential pipeline of the whole model per repetition (F of every layer for two
+/// micro-batches, B back through the layers, then the deferred W), so every op meets the caches a
+/// real step leaves behind rather than its own data from the repetition before. Times are
+/// medians over the repetitions after the warm-up and over the layers of the kind; all ranks
+/// measure at once (as they compute at once in a pipeline, sharing caches and memory bandwidth)
+/// and their samples are pooled. Memory is read from the Device's allocation counters (bytes_in_use):
+/// activation_bytes is what a layer's forward leaves allocated besides its output (its saved input included),
 /// wgrad_bytes what backward_input leaves for backward_weight (the output gradient included;
 /// written as at most activation_bytes, which the costs model requires).
 ///
 /// With two or more ranks, ranks 0 and 1 also ping-pong messages of several sizes through the
 /// Comm the runtime uses (same requests, same waits) and fit one-way time = latency +
-/// bytes / bandwidth (weighted least squares on relative error, so small and large messages
-/// count alike). The per-op overhead is the median time of a near-empty compute op: what the
-/// runtime pays around every op besides the layer work (the micro-batch context and the request
-/// polling between ops).
+/// bytes / bandwidth to the 10th percentiles of the round trips (weighted least squares on
+/// relative error, so small and large messages count alike; a fit the noise makes impossible
+/// leaves the link unmeasured, with the reason, rather than failing the profile). A second ping-pong computes
+/// 1 ms before each answer, so the receiver waits in Request::wait past its spinning phase as a consumer on
+/// the pipeline's critical path does; the extra one-way time (waking it) is added to the latency written for
+/// the simulator. The per-op overhead is the runtime's own time per compute op (posting and polling
+/// transfers, hand-offs, micro-batch contexts, bookkeeping), measured by the real Runtime on a pipeline of
+/// near-empty layers where little else happens.
 
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +38,7 @@
 
 #include "cost/costs.hpp"
 #include "exec/comm.hpp"
+#include "nn/data.hpp"
 #include "nn/device.hpp"
 #include "spec/model.hpp"
 
@@ -46,6 +54,9 @@ struct ProfileOptions {
   bool link = true;             ///< with >= 2 ranks, measure the point-to-point link between ranks 0 and 1
   int link_reps = 30;           ///< round trips per message size
   std::string backend = "cpu";  ///< written into the costs file
+  /// Training text the micro-batches are drawn from, as octorun draws them (the tokens steer MoE
+  /// routing, hence expert GEMM shapes); nullptr: counter-based synthetic tokens.
+  const nn::TextData* data = nullptr;
 };
 
 /// Median and the 10th / 90th percentiles of a sample, in ms.
@@ -82,6 +93,14 @@ struct LinkMeasurement {
   std::vector<Point> points;
   double latency_us = 0;
   double bandwidth_gbs = 0;  ///< 1e9 bytes per second
+  /// One-way times when the receiver has been waiting (blocked in Request::wait past its
+  /// spinning phase, as a consumer on the critical path is), and their mean excess over the fit:
+  /// the time to wake the receiver.
+  std::vector<Point> blocked;
+  double blocked_extra_us = 0;
+  /// What the simulator gets as the link latency: a transfer on the critical path has a waiting
+  /// receiver.
+  [[nodiscard]] double effective_latency_us() const { return latency_us + blocked_extra_us; }
 };
 
 /// Weighted least-squares fit of one_way_us = latency_us + bytes / (bandwidth_gbs × 1e3) with
@@ -94,6 +113,7 @@ struct ProfileResult {
   CostProfile costs;  ///< the file contents (one entry per model layer)
   std::vector<LayerMeasurement> distinct;
   std::optional<LinkMeasurement> link;
+  std::string link_note;  ///< why there is no link measurement (one rank, --no-link, a failed fit)
   Timing op_overhead;
   int ranks = 1;
   double seconds = 0;  ///< wall time of the whole profile

@@ -5,6 +5,7 @@
 
 #include "exec/profiler.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
@@ -59,8 +60,13 @@ TEST_CASE("profile: tiny-hybrid gives a measured costs file that parses back unc
   ThreadWorld world(1);
   auto comm = world.comm(0);
   nn::CpuDevice device(1);
+  // Micro-batches from the training text, as octorun draws them.
+  const nn::TextData text =
+      nn::TextData::load(std::string(OCTO_SOURCE_DIR) + "/profiles/data/tiny-corpus.txt");
+  ProfileOptions o = small_options();
+  o.data = &text;
   const ProfileResult r =
-      profile_model(model, device, *comm, small_options(), [&](const std::string& l) { lines.push_back(l); });
+      profile_model(model, device, *comm, o, [&](const std::string& l) { lines.push_back(l); });
   const CostProfile& c = r.costs;
 
   CHECK(c.source == CostProfile::Source::Measured);
@@ -71,10 +77,22 @@ TEST_CASE("profile: tiny-hybrid gives a measured costs file that parses back unc
   CHECK(c.tp == 1);
   CHECK_FALSE(c.device.empty());
   CHECK(c.date.size() >= 10);
-  CHECK_FALSE(c.p2p_bandwidth_gbs);  // one rank: no link measured
+  CHECK_FALSE(c.p2p_bandwidth_gbs);  // one rank: no link measured, and the reason is given
+  CHECK(r.link_note.find("one rank") != std::string::npos);
   CHECK(c.op_overhead_ms > 0);
-  // Progress: a header, one line per distinct layer, the overhead.
-  CHECK(lines.size() == 1 + r.distinct.size() + 1);
+  // Progress: a header, repetitions, one line per distinct layer, the overhead.
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.front().find("profile: model tiny-hybrid (10 layers, 6 distinct)") != std::string::npos);
+  for (std::size_t d = 1; d <= r.distinct.size(); ++d) {
+    const std::string tag = "[" + std::to_string(d) + "/6]";
+    CHECK(std::count_if(lines.begin(), lines.end(),
+                        [&](const std::string& l) { return l.find(tag) != std::string::npos; }) == 1);
+  }
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.find("repetition 4/4") != std::string::npos;
+        }) == 1);
+  CHECK(lines[lines.size() - 2].find("per-op overhead") != std::string::npos);
+  CHECK(lines.back().find("link: not measured (one rank") != std::string::npos);
 
   // Pattern "M*-EM*-E": embedding, M * - E M * - E, LM head → 10 layers, 6 distinct.
   REQUIRE(c.layers.size() == model.layers.size());
