@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -162,8 +163,9 @@ std::string_view unit_of(AccuracyRow::Metric metric) {
   }
 }
 
-AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted, const json& report,
-                               const std::string& plan_source, const std::string& report_source) {
+AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const SimResult& predicted,
+                               const json& report, const std::string& plan_source,
+                               const std::string& report_source) {
   const ReportReader rd(report_source);
   const std::string what = "an octorun run report (octorun PLAN --report R) with a 'measured' section";
   if (!report.is_object()) rd.fail_at("", "not a JSON object", what);
@@ -252,6 +254,55 @@ AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted, con
     add(Metric::PeakActivation, d, static_cast<double>(m.peak_activation_bytes), act);
   }
 
+  // Op times per stage and kind, when the run reports them.
+  c.op_time_error = kNaN;
+  if (measured.contains("stage_ms") && input.stages.size() == plan.stages.size()) {
+    const json& stage_ms = measured.at("stage_ms");
+    if (!stage_ms.is_array() || stage_ms.size() != plan.stages.size())
+      rd.fail_at("measured.stage_ms", "not an array with one entry per stage",
+                 fmt::format("{} entries {{stage, F, B, W, ...}}", plan.stages.size()));
+    // How often each (stage, kind) runs in one iteration, to weigh the op-time error.
+    std::vector<std::array<int, 5>> count(plan.stages.size(), std::array<int, 5>{});
+    constexpr std::array<OpKind, 5> kinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R};
+    for (const auto& program : plan.programs)
+      for (const Op& op : program)
+        for (std::size_t k = 0; k < kinds.size(); ++k)
+          if (op.kind == kinds[k] && op.stage >= 0 && static_cast<std::size_t>(op.stage) < count.size())
+            ++count[static_cast<std::size_t>(op.stage)][k];
+    double sum_predicted = 0, sum_measured = 0;
+    for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+      const StageCost& sc = input.stages[s];
+      const std::string path = fmt::format("measured.stage_ms[{}]", s);
+      for (std::size_t k = 0; k < kinds.size(); ++k) {
+        const std::string key(to_string(kinds[k]));
+        if (count[s][k] == 0 || !stage_ms[s].is_object() || !stage_ms[s].contains(key)) continue;
+        const double meas = rd.number(stage_ms[s], path, key.c_str());
+        double pred = input.op_overhead_ms;
+        switch (kinds[k]) {
+          case OpKind::F:
+            pred += sc.f_ms;
+            break;
+          case OpKind::B:
+            pred += sc.b_ms;
+            break;
+          case OpKind::W:
+            pred += sc.w_ms;
+            break;
+          case OpKind::BW:
+            pred += sc.b_ms + sc.w_ms;
+            break;
+          default:
+            pred += sc.r_ms;
+            break;
+        }
+        c.stage_ops.push_back({static_cast<int>(s), kinds[k], pred, meas, relative_error(pred, meas)});
+        sum_predicted += pred * count[s][k];
+        sum_measured += meas * count[s][k];
+      }
+    }
+    if (!c.stage_ops.empty()) c.op_time_error = relative_error(sum_predicted, sum_measured);
+  }
+
   c.iteration_error = worst(c.rows, Metric::IterationTime);
   c.busy_error = worst(c.rows, Metric::Busy);
   c.bubble_error_points = worst(c.rows, Metric::Bubble);
@@ -282,7 +333,7 @@ AccuracyComparison compare_run(const Plan& plan, const json& report, const std::
                                const std::string& report_source) {
   const SimInput input = make_sim_input(plan);
   const SimResult predicted = simulate(plan, input);
-  return compare_run(plan, predicted, report, plan_source, report_source);
+  return compare_run(plan, input, predicted, report, plan_source, report_source);
 }
 
 json accuracy_json(const AccuracyComparison& c) {
@@ -298,6 +349,13 @@ json accuracy_json(const AccuracyComparison& c) {
     row["error_unit"] = r.metric == Metric::Bubble ? "percentage points" : "%";
     rows.push_back(std::move(row));
   }
+  json stage_ops = json::array();
+  for (const StageOpRow& r : c.stage_ops)
+    stage_ops.push_back({{"stage", r.stage},
+                         {"op", std::string(to_string(r.kind))},
+                         {"predicted_ms", r.predicted_ms},
+                         {"measured_ms", r.measured_ms},
+                         {"error_pct", num(r.error)}});
   return {{"command", "accuracy"},
           {"plan", c.plan_source},
           {"report", c.report_source},
@@ -308,12 +366,14 @@ json accuracy_json(const AccuracyComparison& c) {
           {"microbatches", c.microbatches},
           {"measured_steps", c.measured_steps},
           {"rows", std::move(rows)},
+          {"stage_ops", std::move(stage_ops)},
           {"summary",
            {{"iteration_time_error_pct", num(c.iteration_error)},
             {"max_busy_error_pct", num(c.busy_error)},
             {"bubble_error_points", num(c.bubble_error_points)},
             {"max_peak_memory_error_pct", num(c.memory_error)},
-            {"max_peak_activation_error_pct", num(c.activation_error)}}},
+            {"max_peak_activation_error_pct", num(c.activation_error)},
+            {"op_time_error_pct", num(c.op_time_error)}}},
           {"notes", c.notes}};
 }
 
@@ -343,6 +403,16 @@ std::string accuracy_table(const AccuracyComparison& c) {
                        value(r.metric, r.predicted), value(r.metric, r.measured), error(r));
   }
   const auto pct = [](double v) { return std::isfinite(v) ? fmt::format("{:+.2f} %", v) : std::string("-"); };
+  if (!c.stage_ops.empty()) {
+    out += fmt::format("\nop times per stage (plan's costs incl. per-op overhead vs the run's mean):\n");
+    out += fmt::format("{:>6} {:>4}  {:>12}  {:>12}  {:>9}\n", "stage", "op", "predicted ms", "measured ms",
+                       "error");
+    for (const StageOpRow& r : c.stage_ops)
+      out += fmt::format("{:>6} {:>4}  {:>12.4f}  {:>12.4f}  {:>9}\n", r.stage, to_string(r.kind),
+                         r.predicted_ms, r.measured_ms, pct(r.error));
+    out += fmt::format("all ops of the iteration: {} (the op costs' share of the iteration-time error)\n",
+                       pct(c.op_time_error));
+  }
   out += fmt::format(
       "\nerrors: iteration time {}, worst busy time {}, bubble {}, worst peak memory {} (activations alone "
       "{})\n",

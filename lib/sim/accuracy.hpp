@@ -42,11 +42,26 @@ struct AccuracyRow {
 /// The unit of a row's values: ms, % (bubble) or bytes.
 [[nodiscard]] std::string_view unit_of(AccuracyRow::Metric metric);
 
+/// Mean time of one compute op kind of one stage: the plan's cost (with the per-op overhead)
+/// against the run's mean (the report's measured.stage_ms). Shows which ops the costs miss.
+struct StageOpRow {
+  int stage = 0;
+  OpKind kind = OpKind::F;
+  double predicted_ms = 0;
+  double measured_ms = 0;
+  double error = 0;  ///< relative, %
+};
+
 struct AccuracyComparison {
   std::string plan_source, report_source;
   std::string model, method;
   int devices = 0, dp = 1, microbatches = 0, measured_steps = 0;
   std::vector<AccuracyRow> rows;
+  /// Per stage and op kind (empty when the report has no stage_ms or no SimInput was given).
+  std::vector<StageOpRow> stage_ops;
+  /// Σ over ops of predicted vs measured op time (the plan's op counts): the part of the
+  /// iteration-time error that comes from the op costs rather than the schedule and transport.
+  double op_time_error = 0;
   /// Largest absolute errors by figure (%, bubble in points); NaN when there is no such row.
   double iteration_error = 0;
   double busy_error = 0;
@@ -57,12 +72,13 @@ struct AccuracyComparison {
   std::vector<std::string> notes;
 };
 
-/// Compares `predicted` (the simulation of `plan`) with the run report. Throws octo::InputError
+/// Compares `predicted` (the simulation of `plan` with `input`) with the run report. Throws octo::InputError
 /// naming `report_source` and the JSON path for a report that is not an octorun run report or
 /// lacks a figure, and octo::Error when the report does not belong to the plan (pipeline
 /// devices, data-parallel size, stages, micro-batches or their shape, model differ).
-[[nodiscard]] AccuracyComparison compare_run(const Plan& plan, const SimResult& predicted,
-                                             const nlohmann::json& report, const std::string& plan_source,
+[[nodiscard]] AccuracyComparison compare_run(const Plan& plan, const SimInput& input,
+                                             const SimResult& predicted, const nlohmann::json& report,
+                                             const std::string& plan_source,
                                              const std::string& report_source);
 
 /// Same, re-simulating `plan` with its embedded inputs (sim_input.hpp).
@@ -72,8 +88,9 @@ struct AccuracyComparison {
 
 /// The comparison as JSON: plan, report, model, method, devices, dp, microbatches,
 /// measured_steps, rows [{metric, device?, unit, predicted, measured, error, error_unit}],
+/// stage_ops [{stage, op, predicted_ms, measured_ms, error_pct}],
 /// summary {iteration_time_error_pct, max_busy_error_pct, bubble_error_points,
-/// max_peak_memory_error_pct, max_peak_activation_error_pct}, notes.
+/// max_peak_memory_error_pct, max_peak_activation_error_pct, op_time_error_pct}, notes.
 [[nodiscard]] nlohmann::json accuracy_json(const AccuracyComparison& comparison);
 
 /// The side-by-side table as printed by `octoplan accuracy`.

@@ -25,6 +25,7 @@ namespace {
 /// 10000 and 20000 bytes → peak memory 11000 and 23000.
 struct Case {
   Plan plan;
+  SimInput input;
   SimResult sim;
 };
 
@@ -38,6 +39,7 @@ Case two_device_case(int dp = 1) {
   in.stages[1].act_bytes = 3000;
   in.static_bytes = {10000, 20000};
   c.sim = simulate(c.plan, in);
+  c.input = in;
   return c;
 }
 
@@ -76,7 +78,7 @@ TEST_CASE("accuracy: errors of a hand-made plan and run report", "[accuracy]") {
   const Case k = two_device_case();
   REQUIRE(k.sim.makespan_ms == Approx(8));
   REQUIRE(k.sim.bubble_ratio == Approx(0.5));
-  const AccuracyComparison c = compare_run(k.plan, k.sim, run_report(), "plan.json", "run.json");
+  const AccuracyComparison c = compare_run(k.plan, k.input, k.sim, run_report(), "plan.json", "run.json");
 
   CHECK(c.devices == 2);
   CHECK(c.measured_steps == 4);
@@ -131,7 +133,7 @@ TEST_CASE("accuracy: data-parallel replicas are averaged (busy) and maxed (memor
                             {{"rank", 1}, {"device", 1}, {"busy_ms", 4.4}, {"peak_activation_bytes", 2000}},
                             {{"rank", 2}, {"device", 0}, {"busy_ms", 3.0}, {"peak_activation_bytes", 900}},
                             {{"rank", 3}, {"device", 1}, {"busy_ms", 3.6}, {"peak_activation_bytes", 3000}}};
-  const AccuracyComparison c = compare_run(k.plan, k.sim, r, "plan.json", "run.json");
+  const AccuracyComparison c = compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
   CHECK(c.dp == 2);
   CHECK(row(c, Metric::Busy, 0).measured == Approx(4));
   CHECK(row(c, Metric::Busy, 1).measured == Approx(4));
@@ -142,7 +144,9 @@ TEST_CASE("accuracy: data-parallel replicas are averaged (busy) and maxed (memor
 
 TEST_CASE("accuracy: reports that do not belong to the plan are refused", "[accuracy]") {
   const Case k = two_device_case();
-  const auto compare = [&](const json& r) { return compare_run(k.plan, k.sim, r, "plan.json", "run.json"); };
+  const auto compare = [&](const json& r) {
+    return compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
+  };
 
   json r = run_report();
   r["devices"] = 4;
@@ -172,7 +176,9 @@ TEST_CASE("accuracy: reports that do not belong to the plan are refused", "[accu
 
 TEST_CASE("accuracy: files that are not run reports give located errors", "[accuracy]") {
   const Case k = two_device_case();
-  const auto compare = [&](const json& r) { return compare_run(k.plan, k.sim, r, "plan.json", "run.json"); };
+  const auto compare = [&](const json& r) {
+    return compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
+  };
 
   CHECK_THROWS_AS(compare(json::array()), InputError);
   CHECK_THROWS_WITH(compare(json::array()), Catch::Contains("run.json: not a JSON object"));
@@ -205,9 +211,43 @@ TEST_CASE("accuracy: notes for a run made from another version of the plan", "[a
   r["predicted"]["iteration_time_ms"] = 9.5;
   r["method"] = "other";
   r["measured"]["measured_steps"] = 1;
-  const AccuracyComparison c = compare_run(k.plan, k.sim, r, "plan.json", "run.json");
+  const AccuracyComparison c = compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
   REQUIRE(c.notes.size() == 3);
   CHECK(c.notes[0].find("'other'") != std::string::npos);
   CHECK(c.notes[1].find("9.500 ms") != std::string::npos);
   CHECK(c.notes[2].find("one measured step") != std::string::npos);
+}
+
+TEST_CASE("accuracy: op times per stage against the run's means", "[accuracy]") {
+  Case k = two_device_case();
+  json r = run_report();
+  // Planned: F = 1, BW = B + W = 3 on both stages (one of each per iteration).
+  r["measured"]["stage_ms"] = {{{"stage", 0}, {"F", 1.25}, {"BW", 3.0}},
+                               {{"stage", 1}, {"F", 1.0}, {"BW", 3.3}}};
+  AccuracyComparison c = compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
+  REQUIRE(c.stage_ops.size() == 4);
+  CHECK(c.stage_ops[0].stage == 0);
+  CHECK(c.stage_ops[0].kind == OpKind::F);
+  CHECK(c.stage_ops[0].error == Approx(-20));  // (1 − 1.25) / 1.25
+  CHECK(c.stage_ops[1].kind == OpKind::BW);
+  CHECK(c.stage_ops[1].error == Approx(0).margin(1e-12));     // 3 vs 3
+  CHECK(c.stage_ops[3].error == Approx(-100.0 * 0.3 / 3.3));  // (3 − 3.3) / 3.3
+  // All ops: predicted 1 + 3 + 1 + 3 = 8 ms, measured 1.25 + 3 + 1 + 3.3 = 8.55 ms.
+  CHECK(c.op_time_error == Approx(-100.0 * 0.55 / 8.55));
+  CHECK(accuracy_json(c).at("summary").at("op_time_error_pct").get<double>() == Approx(-100.0 * 0.55 / 8.55));
+  CHECK(accuracy_table(c).find("op times per stage") != std::string::npos);
+
+  // The per-op overhead is part of every op's predicted time: 0.25 ms makes stage 0's F exact.
+  k.input.op_overhead_ms = 0.25;
+  c = compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
+  CHECK(c.stage_ops[0].predicted_ms == Approx(1.25));
+  CHECK(c.stage_ops[0].error == Approx(0).margin(1e-12));
+
+  // A malformed stage_ms is refused with its path.
+  r["measured"]["stage_ms"] = json::array();
+  CHECK_THROWS_WITH(compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
+                    Catch::Contains("run.json: measured.stage_ms: not an array with one entry per stage"));
+  r["measured"]["stage_ms"] = {{{"stage", 0}, {"F", "slow"}}, {{"stage", 1}}};
+  CHECK_THROWS_WITH(compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
+                    Catch::Contains("measured.stage_ms[0].F: got the string \"slow\""));
 }
