@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The accuracy loop end to end on 2 MPI ranks, small: run_profile_test.sh BIN_DIR SOURCE_DIR WORK_DIR
+#   mpirun -np 2 octorun profile tiny-hybrid  → a measured costs file with the link, readable by octoplan
+#   octoplan baseline --costs it, mpirun -np 2 octorun PLAN --report → octoplan accuracy PLAN REPORT
+# and the errors: a report of another plan, --backend cuda without CUDA. The figures themselves
+# depend on the machine's load and are not asserted (scripts/accuracy-loop measures them).
+# Exit 0 pass, 1 fail.
+set -u
+bin=$1
+src=$2
+work=$3
+mkdir -p "$work"
+dir=$(mktemp -d "$work/profile.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
+export OPENBLAS_NUM_THREADS=1
+model=$src/profiles/models/tiny-hybrid.yaml
+cluster=$src/profiles/clusters/cpu-local.yaml
+fail() {
+  echo "FAIL (profile-accuracy): $*"
+  exit 1
+}
+run() {  # run LOG COMMAND...: output to LOG, shown on failure
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1
+  local rc=$?
+  ((rc == 0)) || { cat "$log"; fail "exit code $rc: $*"; }
+}
+
+# 1. Profile on 2 ranks: measured costs with the link, one entry per layer, and a summary.
+run "$dir/profile.log" mpirun --oversubscribe --bind-to none -np 2 "$bin/octorun" profile "$model" \
+  --backend cpu --reps 3 --warmup 1 -o "$dir/costs.yaml"
+cat "$dir/profile.log"
+grep -q "^source: measured" "$dir/costs.yaml" || fail "costs file not marked measured"
+grep -q "^backend: \"cpu\"" "$dir/costs.yaml" || fail "costs file names no backend"
+grep -q "^p2p: {bandwidth_gbs: .*latency_us: " "$dir/costs.yaml" || fail "no measured link in the costs file"
+grep -q "^layer .* F ms .* act KiB" "$dir/profile.log" || fail "no summary table"
+grep -q "\[6/6\] 'lm_head'" "$dir/profile.log" || fail "no progress line for the last distinct layer"
+
+# 2. octoplan reads it unchanged; the plan runs; the accuracy command compares both.
+run "$dir/plan.log" "$bin/octoplan" baseline "$model" --cluster "$cluster" --costs "$dir/costs.yaml" --pp 2 \
+  --schedule 1f1b -o "$dir/plan.json"
+run "$dir/run.log" mpirun --oversubscribe --bind-to none -np 2 "$bin/octorun" "$dir/plan.json" --steps 3 \
+  --warmup 1 --report "$dir/run.json"
+run "$dir/accuracy.log" "$bin/octoplan" accuracy "$dir/plan.json" "$dir/run.json" --report "$dir/accuracy.json"
+cat "$dir/accuracy.log"
+grep -q "^iteration time .* ms .* ms .* %" "$dir/accuracy.log" || fail "no iteration-time row"
+python3 - "$dir/accuracy.json" <<'PY' || fail "accuracy report is wrong"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["command"] == "accuracy" and a["devices"] == 2
+metrics = [r["metric"] for r in a["rows"]]
+for m in ("iteration time", "bubble ratio", "busy time", "peak memory", "peak activations"):
+    assert m in metrics, m
+assert metrics.count("busy time") == 2 and metrics.count("peak memory") == 2
+for key in ("iteration_time_error_pct", "max_busy_error_pct", "bubble_error_points", "max_peak_memory_error_pct"):
+    v = a["summary"][key]
+    assert isinstance(v, float) and abs(v) < 1000, (key, v)
+assert len(a["stage_ops"]) >= 4  # F and BW (1F1B fuses B and W) of 2 stages
+PY
+
+# 3. A report of another plan (6 micro-batches instead of the model's 8) is refused.
+run "$dir/plan6.log" "$bin/octoplan" baseline "$model" --cluster "$cluster" --costs "$dir/costs.yaml" --pp 2 \
+  --schedule 1f1b --microbatches 6 -o "$dir/plan6.json"
+"$bin/octoplan" accuracy "$dir/plan6.json" "$dir/run.json" >"$dir/mismatch.log" 2>&1 &&
+  fail "accuracy accepted the report of another plan"
+grep -q "does not belong to this plan" "$dir/mismatch.log" || { cat "$dir/mismatch.log"; fail "no clear mismatch error"; }
+
+# 4. The cuda backend without a CUDA device: a clear error, no costs file.
+if ! "$bin/octorun" profile "$model" --backend cuda -o "$dir/cuda.yaml" >"$dir/cuda.log" 2>&1; then
+  grep -qi "cuda" "$dir/cuda.log" || { cat "$dir/cuda.log"; fail "the cuda error does not name CUDA"; }
+  [[ ! -e "$dir/cuda.yaml" ]] || fail "a failed profile left a costs file"
+else
+  echo "note: this octorun has a working CUDA device; the cuda profile ran"
+fi
+echo "PASS (profile-accuracy)"
