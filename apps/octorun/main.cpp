@@ -16,6 +16,9 @@
 #include "core/error.hpp"
 #include "exec/mpi_comm.hpp"
 #include "exec/train.hpp"
+#if defined(OCTO_HAVE_CUDA)
+#include "cuda/backend.hpp"
+#endif
 
 namespace octorun {
 namespace {
@@ -37,6 +40,15 @@ int main(int argc, char** argv) {
       "data-parallel replica (launch with mpirun -np DEVICES*DP or srun)."};
   app.set_version_flag("--version", fmt::format("octorun {}", octo::version()));
   octo::exec::TrainOptions o;
+#if defined(OCTO_HAVE_CUDA)
+  o.backend = octo::cuda::default_backend();  // cuda when a GPU is visible
+  o.backends.device = [](const std::string& backend, bool exact) {
+    return octo::cuda::make_device(backend, {.exact_gemm = exact});
+  };
+  o.backends.transport = [](octo::exec::Comm& world, octo::nn::Device& device) {
+    return octo::cuda::make_transport(world, device);
+  };
+#endif
   app.add_option("plan", o.plan_path, "Plan file written by octoplan");
   app.add_option("--backend", o.backend, "Compute backend")
       ->check(CLI::IsMember({"cpu", "cuda"}))

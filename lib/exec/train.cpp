@@ -53,7 +53,7 @@ Setup set_up(const Comm& world, const TrainOptions& o) {
   check_writable(o.report_path, "--report");
   check_writable(o.trace_path, "--trace");
   Setup s;
-  s.device = make_device(o.backend);
+  s.device = o.backends.device ? o.backends.device(o.backend, o.check) : make_device(o.backend);
   s.plan = load_exec_plan(o.plan_path, world.size());
   s.data.emplace(nn::TextData::load(o.data_path.empty() ? default_data_path() : o.data_path));
   // Fails now, not mid-step, when the text is too short for the plan's sequences.
@@ -136,7 +136,12 @@ TrainResult train(Comm& world, const TrainOptions& o) {
   ro.seed = o.seed;
   ro.optimizer.lr = o.lr;
   ro.fault = o.fault;
-  Runtime runtime(plan, world, device, data, ro);
+  // The transfers' communicator (NCCL for a CUDA device); host-memory collectives stay on `world`.
+  std::unique_ptr<Comm> transport;
+  if (o.backends.transport) transport = o.backends.transport(world, device);
+  Comm& comm = transport ? *transport : world;
+  comm.set_timeout(world.timeout());
+  Runtime runtime(plan, comm, device, data, ro);
   const bool printer = runtime.owns_lm_head() && runtime.replica() == 0;
   const double tokens =
       static_cast<double>(p.microbatches) * p.micro_batch * static_cast<double>(p.seq) * p.dp;

@@ -4,6 +4,8 @@
 /// parses options, starts MPI and calls train().
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,17 @@
 #include "nn/device.hpp"
 
 namespace octo::exec {
+
+/// How octorun builds the compute backend and the transport; octorun fills both from
+/// lib/cuda/backend.hpp when it is built with CUDA. Empty: make_device() below, and the world
+/// communicator itself carries the transfers.
+struct Backends {
+  /// (--backend, exact fp32 GEMMs for --check) -> the device; throws octo::Error when unusable.
+  std::function<std::unique_ptr<nn::Device>(const std::string&, bool)> device;
+  /// Collective over the world: the communicator for the runtime's transfers on `device`
+  /// (NCCL for a CUDA device), or nullptr to use the world.
+  std::function<std::unique_ptr<Comm>(Comm&, nn::Device&)> transport;
+};
 
 struct TrainOptions {
   std::string plan_path;
@@ -31,6 +44,7 @@ struct TrainOptions {
   int print_every = 1;    ///< loss line every k steps (and the last one)
   bool quiet = false;     ///< no loss lines (the summary is still printed)
   FaultInjection fault;
+  Backends backends;
 };
 
 struct TrainResult {

@@ -72,7 +72,7 @@ cli)
   baseline 1f1b 2 "$dir/plan.json"
   mpirun_n 2 "$octorun" "$dir/plan.json" --backend cuda >"$dir/cuda.log" 2>&1 && fail "--backend cuda must fail"
   cat "$dir/cuda.log"
-  grep -q "not built with CUDA / no GPU" "$dir/cuda.log" || fail "no clear message for --backend cuda"
+  grep -q "not built with CUDA / no GPU\|no CUDA device is visible" "$dir/cuda.log" || fail "no clear message for --backend cuda"
   [ "$(grep -c 'octorun: error' "$dir/cuda.log")" -eq 1 ] || fail "the set-up error must be printed once"
   mpirun_n 2 "$octorun" "$dir/missing.json" >"$dir/missing.log" 2>&1 && fail "a missing plan must fail"
   grep -q "missing.json" "$dir/missing.log" || fail "the missing plan is not named"
