@@ -357,12 +357,15 @@ std::optional<LinkMeasurement> measure_link(Comm& world, const ProfileOptions& o
 }
 
 /// The runtime's own cost per compute op: the real Runtime walking a pipeline of near-empty
-/// layers (hidden 8, the profiled micro-batch shape), so what it measures outside compute and
-/// transfer waits (posting and polling transfers, hand-offs, micro-batch contexts, bookkeeping)
-/// is almost all of each step. Four stages alternate over two devices (one device, no transfers,
-/// when the world has one rank), as tuned plans interleave them, in GPipe order with W after B;
-/// the overhead of a step is divided by its compute ops, as the simulator charges it to them.
-Timing measure_overhead(nn::Device& device, Comm& world, const ProfileOptions& o, int batch, int seq) {
+/// layers (dense MLPs of ffn 8) with the model's hidden size and micro-batch shape, so the
+/// tensors it passes are the real ones and what it measures outside compute and transfer waits
+/// (posting and polling transfers, the receive-side copies a shared-memory transport makes
+/// inside those polls, hand-offs, micro-batch contexts, bookkeeping) is what a real step pays. Four stages
+/// alternate over two devices (one device, no transfers, when the world has one rank), as tuned plans
+/// interleave them, in GPipe order with W after B; the overhead of a step is divided by its compute ops, as
+/// the simulator charges it to them.
+Timing measure_overhead(nn::Device& device, Comm& world, const ProfileOptions& o, std::int64_t hidden,
+                        int batch, int seq) {
   const int devices = std::min(world.size(), 2);
   std::unique_ptr<Comm> group = world.split(world.rank() < devices ? 0 : 1, world.rank());
   std::vector<double> samples;
@@ -370,7 +373,7 @@ Timing measure_overhead(nn::Device& device, Comm& world, const ProfileOptions& o
     ModelSpec micro;
     micro.name = "near-empty";
     micro.vocab = nn::kByteVocab;
-    micro.hidden = 8;
+    micro.hidden = hidden;
     micro.seq_len = seq;
     micro.mlp = MlpSpec{8, Activation::SwiGlu};
     micro.training.micro_batch = batch;
@@ -586,7 +589,7 @@ ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& wor
   }
 
   world.barrier();
-  result.op_overhead = measure_overhead(device, world, o, batch, seq);
+  result.op_overhead = measure_overhead(device, world, o, model.hidden, batch, seq);
   if (printer)
     progress(fmt::format(
         "  per-op overhead {:.4f} ms (the runtime's own time per compute op, near-empty pipeline)",

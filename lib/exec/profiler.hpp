@@ -25,8 +25,9 @@
 /// 1 ms before each answer, so the receiver waits in Request::wait past its spinning phase as a consumer on
 /// the pipeline's critical path does; the extra one-way time (waking it) is added to the latency written for
 /// the simulator. The per-op overhead is the runtime's own time per compute op (posting and polling
-/// transfers, hand-offs, micro-batch contexts, bookkeeping), measured by the real Runtime on a pipeline of
-/// near-empty layers where little else happens.
+/// transfers with the receive-side copies made inside the polls, hand-offs, micro-batch contexts,
+/// bookkeeping), measured by the real Runtime on a pipeline of near-empty layers that pass tensors
+/// of the model's size.
 
 #include <cstddef>
 #include <cstdint>
