@@ -36,16 +36,6 @@ struct BaselineArgs {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-/// Refuses early when an output folder is missing, so that a failed run writes no file at all.
-void check_writable(const std::string& path, std::string_view option) {
-  if (path.empty()) return;
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) octo::fail("{} {}: folder {} does not exist", option, path, dir.string());
-  if (fs::is_directory(p, ec)) octo::fail("{} {}: is a directory (expected a file path)", option, path);
-}
 
 /// "embedding M-M-M-M*" / "M-M*- head": the stage's layers by their labels, shortened.
 std::string stage_layers(const octo::ModelSpec& model, const octo::Stage& st) {
@@ -73,9 +63,9 @@ int run(const BaselineArgs& a) {
   options.schedule = a.schedule;
   options.partition = octo::parse_partition_kind(a.partition);
   options.chunks = a.chunks;
-  check_writable(a.output, "-o");
-  check_writable(a.trace, "--trace");
-  check_writable(a.report, "--report");
+  octo::check_output_path(a.output, "-o");
+  octo::check_output_path(a.trace, "--trace");
+  octo::check_output_path(a.report, "--report");
 
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
   const octo::Plan plan = octo::build_baseline(inputs, options);

@@ -47,16 +47,6 @@ std::string human_count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
-/// Refuses early when an output folder is missing, so that a failed run writes no file at all.
-void check_writable(const std::string& path, std::string_view option) {
-  if (path.empty()) return;
-  namespace fs = std::filesystem;
-  fs::path p(path);
-  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) octo::fail("{} {}: folder {} does not exist", option, path, dir.string());
-  if (fs::is_directory(p, ec)) octo::fail("{} {}: is a directory (expected a file path)", option, path);
-}
 
 nlohmann::json row_json(const KindRow& r, bool per_layer) {
   const double n = per_layer ? r.count : 1;
@@ -76,8 +66,8 @@ int run(const EstimateArgs& a) {
   const octo::ClusterSpec cluster =
       a.cluster_path.empty() ? octo::default_cluster() : octo::load_cluster(a.cluster_path);
   const octo::CostProfile costs = octo::estimate_costs(model, cluster, {a.micro_batch, a.seq, a.tp});
-  check_writable(a.output, "-o");
-  check_writable(a.report, "--report");
+  octo::check_output_path(a.output, "-o");
+  octo::check_output_path(a.report, "--report");
 
   std::vector<KindRow> rows;
   KindRow total{"total"};

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "core/fs.hpp"
+#include "tune_options.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
@@ -19,23 +21,18 @@ namespace {
 
 struct PlanArgs {
   octo::InputOptions inputs;
-  double time_budget_s = 10;
-  std::uint64_t seed = 1;
-  int threads = 0;
-  bool quiet = false;
+  octo::TuneOptions tune;
   std::string output;
   std::string trace;
   std::string report;
 };
 
 int run(const PlanArgs& a) {
+  octo::check_output_path(a.output, "-o");
+  octo::check_output_path(a.trace, "--trace");
+  octo::check_output_path(a.report, "--report");
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
-  octo::TuneOptions options;
-  options.time_budget_s = a.time_budget_s;
-  options.seed = a.seed;
-  options.threads = a.threads;
-  options.quiet = a.quiet;
-  const octo::TuneResult result = octo::tune(inputs, options);
+  const octo::TuneResult result = octo::tune(inputs, a.tune);
 
   octo::save_plan(result.plan, a.output);
   fmt::print("{}", octo::format_plan_summary(inputs, result));
@@ -61,12 +58,7 @@ Runner setup(CLI::App& app) {
       "Tune partition, placement and schedule together (iterative, bubble-aware, simulator-verified) and write "
       "the plan file");
   add_input_options(cmd, args.inputs);
-  cmd->add_option("--time-budget", args.time_budget_s, "Search effort in seconds of a 2-core reference machine (default 10): a deterministic work budget; the wall clock is capped at 2.5x")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", args.seed, "Seed of the search's random moves (default 1)");
-  cmd->add_option("--threads", args.threads, "Threads evaluating candidates (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--quiet", args.quiet, "No progress lines on stderr");
+  add_tune_options(cmd, args.tune);
   cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();
   cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace");
   add_report_option(cmd, args.report);

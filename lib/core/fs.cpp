@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace octo {
@@ -25,13 +27,23 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+void check_output_path(const std::string& path, std::string_view option) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail("{} {}: folder {} does not exist", option, path, dir.string());
+  if (fs::is_directory(p, ec)) fail("{} {}: is a directory (expected a file path)", option, path);
+}
+
 void write_file_atomic(const std::string& path, std::string_view contents) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail("{}: cannot write: folder {} does not exist", path, dir.string());
-  std::string tmp_template = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
+  std::string tmp_template = (dir / fmt::format(".{}.tmpXXXXXX", target.filename().string())).string();
   int fd = ::mkstemp(tmp_template.data());
   if (fd < 0) fail("{}: cannot create temporary file: {}", path, std::strerror(errno));
   const char* data = contents.data();

@@ -29,16 +29,6 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-/// Refuses early when an output's folder is missing, so no rank starts work that cannot be saved.
-void check_writable(const std::string& path, std::string_view option) {
-  if (path.empty()) return;
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) fail("{} {}: folder {} does not exist", option, path, dir.string());
-  if (fs::is_directory(p, ec)) fail("{} {}: is a directory (expected a file path)", option, path);
-}
 
 struct Setup {
   std::unique_ptr<nn::Device> device;
@@ -50,8 +40,8 @@ Setup set_up(const Comm& world, const TrainOptions& o) {
   if (o.steps <= 0) fail("--steps {}: expected a positive number of steps", o.steps);
   if (!(o.lr > 0) || !std::isfinite(o.lr)) fail("--lr {}: expected a positive learning rate", o.lr);
   if (!(o.timeout_s > 0)) fail("--timeout {}: expected a positive number of seconds", o.timeout_s);
-  check_writable(o.report_path, "--report");
-  check_writable(o.trace_path, "--trace");
+  check_output_path(o.report_path, "--report");
+  check_output_path(o.trace_path, "--trace");
   Setup s;
   s.device = o.backends.device ? o.backends.device(o.backend, o.check) : make_device(o.backend);
   s.plan = load_exec_plan(o.plan_path, world.size());
