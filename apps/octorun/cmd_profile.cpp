@@ -18,6 +18,9 @@
 #include "exec/profiler.hpp"
 #include "exec/train.hpp"
 #include "spec/loader.hpp"
+#if defined(OCTO_HAVE_CUDA)
+#include "cuda/backend.hpp"
+#endif
 
 namespace octorun {
 namespace {
@@ -55,7 +58,11 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
     model.emplace(octo::load_model(a.model));
     data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
     a.options.data = &*data;
+#if defined(OCTO_HAVE_CUDA)
+    device = octo::cuda::make_device(a.options.backend);
+#else
     device = octo::exec::make_device(a.options.backend);
+#endif
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -72,8 +79,13 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
     fmt::print("{}\n", line);
     std::fflush(stdout);
   };
+  // The transfers go where the runtime's go: NCCL (or host-staged) for a CUDA device.
+  std::unique_ptr<octo::exec::Comm> transport;
+#if defined(OCTO_HAVE_CUDA)
+  transport = octo::cuda::make_transport(world, *device);
+#endif
   const octo::exec::ProfileResult result =
-      octo::exec::profile_model(*model, *device, world, a.options, progress);
+      octo::exec::profile_model(*model, *device, world, a.options, progress, transport.get());
   if (printer) {
     fmt::print("\n{}", octo::exec::profile_table(result));
     octo::write_file_atomic(a.output, octo::costs_to_yaml(result.costs));
@@ -86,6 +98,9 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
 
 Runner setup(CLI::App& app) {
   static ProfileArgs args;
+#if defined(OCTO_HAVE_CUDA)
+  args.options.backend = octo::cuda::default_backend();  // cuda when a GPU is visible, as octorun
+#endif
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure a model's per-layer F/B/W/R times and activation memory, the link between ranks and the "
@@ -101,7 +116,9 @@ Runner setup(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seq", args.options.seq, "Tokens per sequence (default: the model's)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--reps", args.options.reps, "Measured repetitions, each running every layer (medians over repetitions, ranks and layers of a kind)")
+  cmd->add_option("--reps", args.options.reps,
+                  "Measured repetitions, each running every layer (medians over repetitions, ranks and "
+                  "layers of a kind)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--warmup", args.options.warmup, "Repetitions run before measuring")

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <span>
+#include <utility>
 
 #include "core/error.hpp"
 #include "exec/runtime.hpp"
@@ -257,8 +259,10 @@ std::vector<LayerRun> measure_model(const ModelSpec& model, nn::Device& device, 
   return out;
 }
 
-/// Ping-pong between ranks 0 and 1 through the runtime's Comm; other ranks only join the pooling.
-std::optional<LinkMeasurement> measure_link(Comm& world, const ProfileOptions& o, std::size_t boundary_floats,
+/// Ping-pong between ranks 0 and 1 through the runtime's transport (`comm`, device buffers);
+/// other ranks only join the pooling over `world`.
+std::optional<LinkMeasurement> measure_link(Comm& world, Comm& comm, nn::Device& device,
+                                            const ProfileOptions& o, std::size_t boundary_floats,
                                             std::string* note) {
   if (world.size() < 2) {
     *note = "one rank; launch with mpirun -np 2 to measure it";
@@ -276,21 +280,30 @@ std::optional<LinkMeasurement> measure_link(Comm& world, const ProfileOptions& o
   const int tag = 7;
   std::vector<double> one_way(sizes.size(), 0.0);
   world.barrier();
+  // Device buffers: the transport moves device memory (host memory for the CPU backend).
+  const auto buffers = [&](std::size_t n) {
+    std::pair<nn::Buffer, nn::Buffer> b{device.alloc<float>(n), device.alloc<float>(n)};
+    device.fill(b.first.data(), n, 1.0f);
+    device.synchronize();
+    return b;
+  };
+  const auto send_span = [](const nn::Buffer& b) { return std::span<const float>(b.data(), b.size()); };
+  const auto recv_span = [](nn::Buffer& b) { return std::span<float>(b.data(), b.size()); };
   for (std::size_t k = 0; k < sizes.size(); ++k) {
-    std::vector<float> buf(sizes[k], 1.0f), back(sizes[k]);
+    auto [buf, back] = buffers(sizes[k]);
     std::vector<double> rtt;
     const int warm = 3;
     for (int rep = 0; rep < warm + o.link_reps && me < 2; ++rep) {
       const auto t0 = Clock::now();
       if (me == 0) {
-        Request s = world.isend(buf, 1, tag);
-        Request r = world.irecv(back, 1, tag);
+        Request s = comm.isend(send_span(buf), 1, tag);
+        Request r = comm.irecv(recv_span(back), 1, tag);
         s.wait();
         r.wait();
       } else {
-        Request r = world.irecv(back, 0, tag);
+        Request r = comm.irecv(recv_span(back), 0, tag);
         r.wait();
-        Request s = world.isend(back, 0, tag);
+        Request s = comm.isend(send_span(back), 0, tag);
         s.wait();
       }
       if (rep >= warm) rtt.push_back(ms_between(t0, Clock::now()) * 1000.0);
@@ -308,22 +321,22 @@ std::optional<LinkMeasurement> measure_link(Comm& world, const ProfileOptions& o
   const std::vector<std::size_t> blocked_sizes = {1, std::max<std::size_t>(boundary_floats, 1)};
   std::vector<double> blocked(blocked_sizes.size(), 0.0);
   for (std::size_t k = 0; k < blocked_sizes.size(); ++k) {
-    std::vector<float> buf(blocked_sizes[k], 1.0f), back(blocked_sizes[k]);
+    auto [buf, back] = buffers(blocked_sizes[k]);
     std::vector<double> rtt;
     const int warm = 2;
     for (int rep = 0; rep < warm + std::max(5, o.link_reps / 3) && me < 2; ++rep) {
       const auto t0 = Clock::now();
       if (me == 0) {
         spin_for(kBusyUs);
-        Request s = world.isend(buf, 1, tag);
-        Request r = world.irecv(back, 1, tag);
+        Request s = comm.isend(send_span(buf), 1, tag);
+        Request r = comm.irecv(recv_span(back), 1, tag);
         s.wait();
         r.wait();
       } else {
-        Request r = world.irecv(back, 0, tag);
+        Request r = comm.irecv(recv_span(back), 0, tag);
         r.wait();
         spin_for(kBusyUs);
-        Request s = world.isend(back, 0, tag);
+        Request s = comm.isend(send_span(back), 0, tag);
         s.wait();
       }
       if (rep >= warm) rtt.push_back(ms_between(t0, Clock::now()) * 1000.0);
@@ -364,10 +377,10 @@ std::optional<LinkMeasurement> measure_link(Comm& world, const ProfileOptions& o
 /// alternate over two devices (one device, no transfers, when the world has one rank), as tuned plans
 /// interleave them, in GPipe order with W after B; the overhead of a step is divided by its compute ops, as
 /// the simulator charges it to them.
-Timing measure_overhead(nn::Device& device, Comm& world, const ProfileOptions& o, std::int64_t hidden,
-                        int batch, int seq) {
+Timing measure_overhead(nn::Device& device, Comm& world, Comm& comm, const ProfileOptions& o,
+                        std::int64_t hidden, int batch, int seq) {
   const int devices = std::min(world.size(), 2);
-  std::unique_ptr<Comm> group = world.split(world.rank() < devices ? 0 : 1, world.rank());
+  std::unique_ptr<Comm> group = comm.split(world.rank() < devices ? 0 : 1, world.rank());
   std::vector<double> samples;
   if (world.rank() < devices) {
     ModelSpec micro;
@@ -503,7 +516,8 @@ std::string describe_device(const nn::Device& device) {
 }
 
 ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& world, const ProfileOptions& o,
-                            const ProgressFn& progress) {
+                            const ProgressFn& progress, Comm* transport) {
+  Comm& comm = transport ? *transport : world;
   const auto start = Clock::now();
   if (o.reps < 1) fail("profile: --reps {}: expected at least one measured repetition", o.reps);
   if (o.warmup < 0) fail("profile: --warmup {}: expected zero or more warm-up repetitions", o.warmup);
@@ -589,7 +603,7 @@ ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& wor
   }
 
   world.barrier();
-  result.op_overhead = measure_overhead(device, world, o, model.hidden, batch, seq);
+  result.op_overhead = measure_overhead(device, world, comm, o, model.hidden, batch, seq);
   if (printer)
     progress(fmt::format(
         "  per-op overhead {:.4f} ms (the runtime's own time per compute op, near-empty pipeline)",
@@ -597,7 +611,7 @@ ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& wor
 
   const std::size_t boundary = static_cast<std::size_t>(batch) * static_cast<std::size_t>(seq) *
                                static_cast<std::size_t>(model.hidden);
-  result.link = measure_link(world, o, boundary, &result.link_note);
+  result.link = measure_link(world, comm, device, o, boundary, &result.link_note);
   if (printer && !result.link)
     progress(fmt::format("  link: not measured ({}); plans will use the cluster's links", result.link_note));
   if (printer && result.link)

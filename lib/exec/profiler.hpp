@@ -131,10 +131,14 @@ using ProgressFn = std::function<void(const std::string& line)>;
 [[nodiscard]] std::string describe_device(const nn::Device& device);
 
 /// Profiles `model` on `device`; collective over `world` (every rank calls it with the same
-/// arguments; a single rank is fine). All ranks return the same result. Throws octo::Error for
-/// a model the layers cannot build, bad options, or a layer whose memory does not balance.
+/// arguments; a single rank is fine). `transport` is the communicator that carries the runtime's
+/// transfers on this device (NCCL for a CUDA device; nullptr: `world` itself): the link and the
+/// per-op overhead are measured through it. All ranks return the same result. Throws
+/// octo::Error for a model the layers cannot build, bad options, or a layer whose memory does
+/// not balance.
 [[nodiscard]] ProfileResult profile_model(const ModelSpec& model, nn::Device& device, Comm& world,
-                                          const ProfileOptions& options, const ProgressFn& progress = {});
+                                          const ProfileOptions& options, const ProgressFn& progress = {},
+                                          Comm* transport = nullptr);
 
 /// The summary table printed at the end: one line per distinct layer (F, B, W, R, spread,
 /// activation and wgrad bytes, temporaries), then the link fit and the per-op overhead.
