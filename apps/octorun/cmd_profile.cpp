@@ -32,6 +32,7 @@ struct ProfileArgs {
   octo::exec::ProfileOptions options;
   bool no_recompute = false;
   bool no_link = false;
+  std::string statistic = "median";
 };
 
 void check_output(const std::string& path) {
@@ -46,6 +47,8 @@ void check_output(const std::string& path) {
 int run(ProfileArgs& a, octo::exec::Comm& world) {
   a.options.recompute = !a.no_recompute;
   a.options.link = !a.no_link;
+  a.options.statistic = a.statistic == "mean" ? octo::exec::ProfileOptions::Statistic::Mean
+                                              : octo::exec::ProfileOptions::Statistic::Median;
   const bool printer = world.rank() == 0;
 
   // Set-up on every rank; all ranks agree on failure so one message is printed and none hangs.
@@ -128,6 +131,12 @@ Runner setup(CLI::App& app) {
   cmd->add_option("--data", args.data,
                   "Training text the micro-batches are drawn from, as octorun draws them (default "
                   "profiles/data/tiny-corpus.txt)");
+  cmd->add_option(
+         "--statistic", args.statistic,
+         "What the costs file gets of each op's samples: median (its typical time) or mean (5 %-trimmed; "
+         "keeps the share of slow repetitions that a step, a sum of many ops, pays)")
+      ->check(CLI::IsMember({"median", "mean"}))
+      ->capture_default_str();
   cmd->add_flag("--no-recompute", args.no_recompute, "Do not measure R (write r_ms = f_ms)");
   cmd->add_flag("--no-link", args.no_link, "Do not measure the point-to-point link (keep the cluster's)");
   return [](octo::exec::Comm& world) { return run(args, world); };

@@ -456,6 +456,11 @@ Timing summarize(std::vector<double> v) {
   t.median_ms = at(0.5);
   t.p10_ms = at(0.1);
   t.p90_ms = at(0.9);
+  const auto first = static_cast<std::size_t>(std::floor(0.05 * static_cast<double>(v.size())));
+  const std::size_t last = v.size() - first;
+  double sum = 0;
+  for (std::size_t i = first; i < last; ++i) sum += v[i];
+  t.mean_ms = sum / static_cast<double>(last - first);
   return t;
 }
 
@@ -635,15 +640,18 @@ ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& wor
     c.p2p_bandwidth_gbs = result.link->bandwidth_gbs;
     c.p2p_latency_us = result.link->effective_latency_us();
   }
-  c.op_overhead_ms = result.op_overhead.median_ms;
+  const auto value = [&](const Timing& t) {
+    return o.statistic == ProfileOptions::Statistic::Mean ? t.mean_ms : t.median_ms;
+  };
+  c.op_overhead_ms = value(result.op_overhead);
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     const LayerMeasurement& m = result.distinct[distinct_of[i]];
     LayerCost l;
     l.label = m.label;
-    l.f_ms = m.f.median_ms;
-    l.b_ms = m.b.median_ms;
-    l.w_ms = m.w.median_ms;
-    l.r_ms = m.r.median_ms;
+    l.f_ms = value(m.f);
+    l.b_ms = value(m.b);
+    l.w_ms = value(m.w);
+    l.r_ms = value(m.r);
     l.activation_bytes = m.activation_bytes;
     // B may keep more than F left (the output gradient it received stays for W, e.g. MoE and the
     // embedding); the costs model frees activation − wgrad at B, so it cannot express growth.

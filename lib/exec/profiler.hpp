@@ -55,6 +55,10 @@ struct ProfileOptions {
   bool link = true;             ///< with >= 2 ranks, measure the point-to-point link between ranks 0 and 1
   int link_reps = 30;           ///< round trips per message size
   std::string backend = "cpu";  ///< written into the costs file
+  /// What the costs file gets of each op's samples. The median is the op's typical time; the
+  /// (5 %-trimmed) mean keeps the share of slow repetitions a sum of many ops (a step) pays.
+  enum class Statistic : std::uint8_t { Median, Mean };
+  Statistic statistic = Statistic::Median;
   /// Training text the micro-batches are drawn from, as octorun draws them (the tokens steer MoE
   /// routing, hence expert GEMM shapes); nullptr: counter-based synthetic tokens.
   const nn::TextData* data = nullptr;
@@ -63,6 +67,7 @@ struct ProfileOptions {
 /// Median and the 10th / 90th percentiles of a sample, in ms.
 struct Timing {
   double median_ms = 0, p10_ms = 0, p90_ms = 0;
+  double mean_ms = 0;  ///< mean of the samples between the 5th and the 95th percentile
   /// (p90 − p10) / median: the relative spread (0 for a zero median).
   [[nodiscard]] double spread() const { return median_ms > 0 ? (p90_ms - p10_ms) / median_ms : 0.0; }
 };

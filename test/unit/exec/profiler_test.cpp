@@ -206,6 +206,27 @@ TEST_CASE("profile: activation bytes are the buffers the layers keep", "[profile
   CHECK(sum == kept);
 }
 
+TEST_CASE("profile: the costs file takes the median or the trimmed mean of each op", "[profiler]") {
+  const ModelSpec model = load_model(kModel);
+  ProfileOptions o = small_options();
+  const ProfileResult med = profile_one_rank(model, o);
+  for (std::size_t d = 0; d < med.distinct.size(); ++d) {
+    const std::size_t l = med.distinct[d].layers.front();
+    CHECK(med.costs.layers[l].f_ms == med.distinct[d].f.median_ms);
+    CHECK(med.costs.layers[l].w_ms == med.distinct[d].w.median_ms);
+  }
+  CHECK(med.costs.op_overhead_ms == med.op_overhead.median_ms);
+  o.statistic = ProfileOptions::Statistic::Mean;
+  const ProfileResult mean = profile_one_rank(model, o);
+  for (std::size_t d = 0; d < mean.distinct.size(); ++d) {
+    const std::size_t l = mean.distinct[d].layers.front();
+    CHECK(mean.costs.layers[l].f_ms == mean.distinct[d].f.mean_ms);
+    CHECK(mean.costs.layers[l].b_ms == mean.distinct[d].b.mean_ms);
+    CHECK(mean.costs.layers[l].r_ms == mean.distinct[d].r.mean_ms);
+  }
+  CHECK(mean.costs.op_overhead_ms == mean.op_overhead.mean_ms);
+}
+
 TEST_CASE("profile: two ranks measure together and fit the link between them", "[profiler]") {
   const ModelSpec model = load_model(kModel);
   ThreadWorld world(2);
@@ -248,6 +269,17 @@ TEST_CASE("profile: summary statistics and link fit, computed by hand", "[profil
   CHECK(u.median_ms == Approx(2.5));
   CHECK(u.p10_ms == Approx(1.3));
   CHECK(summarize({}).median_ms == 0);
+  // 5 %-trimmed mean: 11 values trim floor(0.55) = 0 → the mean of 1..11 is 6. Twenty values,
+  // nineteen 1 ms and one 100 ms stall: one trimmed from each end → mean 1, median 1.
+  CHECK(t.mean_ms == Approx(6));
+  std::vector<double> stalled(19, 1.0);
+  stalled.push_back(100);
+  CHECK(summarize(stalled).mean_ms == Approx(1));
+  // 1..20: trim 1 and 20 → mean of 2..19 = 10.5; the median is 10.5 as well, p90 at 17.1 → 18.1.
+  std::vector<double> ramp;
+  for (int i = 1; i <= 20; ++i) ramp.push_back(i);
+  CHECK(summarize(ramp).mean_ms == Approx(10.5));
+  CHECK(summarize(ramp).p90_ms == Approx(18.1));
 
   // Exact line: 2.5 us + bytes / 2 GB/s (2000 bytes per us): t(0.5 KB) = 2.75, t(20 KB) = 12.5,
   // t(200 KB) = 102.5 → latency 2.5 us, bandwidth 2 GB/s whatever the weights.
