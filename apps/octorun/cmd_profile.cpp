@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,15 +34,6 @@ struct ProfileArgs {
   std::string statistic = "median";
 };
 
-void check_output(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) octo::fail("-o {}: folder {} does not exist", path, dir.string());
-  if (fs::is_directory(p, ec)) octo::fail("-o {}: is a directory (expected a file path)", path);
-}
-
 int run(ProfileArgs& a, octo::exec::Comm& world) {
   a.options.recompute = !a.no_recompute;
   a.options.link = !a.no_link;
@@ -57,7 +47,7 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   std::optional<octo::nn::TextData> data;
   std::string error;
   try {
-    check_output(a.output);
+    octo::check_output_path(a.output, "-o");
     model.emplace(octo::load_model(a.model));
     data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
     a.options.data = &*data;
