@@ -69,6 +69,8 @@ case $case_name in
 cli)
   "$octorun" --help >"$dir/help.log" 2>&1 || fail "octorun --help needs no MPI and must exit 0"
   grep -q -- "--check" "$dir/help.log" || fail "--help does not list --check"
+  # The registry's backends: cpu always, cuda first when this build has it.
+  grep -qE -- "--backend TEXT:\{(cuda,)?cpu\}" "$dir/help.log" || fail "--help does not list the registered backends"
   baseline 1f1b 2 "$dir/plan.json"
   mpirun_n 2 "$octorun" "$dir/plan.json" --backend cuda >"$dir/cuda.log" 2>&1 && fail "--backend cuda must fail"
   cat "$dir/cuda.log"
