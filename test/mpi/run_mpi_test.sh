@@ -76,6 +76,10 @@ cli)
   cat "$dir/cuda.log"
   grep -q "not built with CUDA / no GPU\|no CUDA device is visible" "$dir/cuda.log" || fail "no clear message for --backend cuda"
   [ "$(grep -c 'octorun: error' "$dir/cuda.log")" -eq 1 ] || fail "the set-up error must be printed once"
+  # A name no backend has: refused at set-up (exit 2), once, with the registered choices.
+  mpirun_n 2 "$octorun" "$dir/plan.json" --backend tpu >"$dir/tpu.log" 2>&1 && fail "--backend tpu must fail"
+  grep -q "backend tpu: unknown backend (this build has: .*cpu)" "$dir/tpu.log" || fail "no clear message for --backend tpu"
+  [ "$(grep -c 'octorun: error' "$dir/tpu.log")" -eq 1 ] || fail "the unknown-backend error must be printed once"
   mpirun_n 2 "$octorun" "$dir/missing.json" >"$dir/missing.log" 2>&1 && fail "a missing plan must fail"
   grep -q "missing.json" "$dir/missing.log" || fail "the missing plan is not named"
   echo "ok"
