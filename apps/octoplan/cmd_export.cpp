@@ -41,6 +41,8 @@ int export_torch(const ExportArgs& a, const octo::Plan& plan) {
     throw octo::Error("export --format torch-csv: give the CSV to write with -o FILE.csv");
   const std::string stages = a.stages_output.empty() ? stages_path_for(a.output) : a.stages_output;
   octo::check_output_path(stages, "--stages-out");
+  if (std::filesystem::weakly_canonical(stages) == std::filesystem::weakly_canonical(a.output))
+    throw octo::Error(fmt::format("export: the stage file and the CSV would both be {}", a.output));
   octo::TorchExportOptions o;
   o.comms = a.comms;
   o.strip_recompute = a.strip_recompute;
