@@ -287,7 +287,7 @@ TEST_CASE("import-hf: malformed configs fail at the key, whatever the leniency")
   CHECK(contains(error_of("[1, 2]"), "a JSON object"));
 }
 
-TEST_CASE("import-hf: every shipped config imports; those of zoo models give the zoo model") {
+TEST_CASE("import-hf: every shipped config imports, and those of zoo models give the zoo model") {
   const std::string dir = std::string(OCTO_SOURCE_DIR) + "/profiles/hf";
   std::size_t n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
