@@ -47,6 +47,7 @@ int run(ImportScheduleArgs a) {
   // The layout the CSV does not carry: from the stage file, or from --stage-layers.
   octo::Plan skeleton;
   skeleton.microbatches = 0;  // unless the stage file or --microbatches says: the CSV's
+  skeleton.devices = 0;       // unless the stage file says: the CSV's rows
   if (!a.stages.empty()) {
     if (!a.stage_layers.empty()) option_error("give either --stages or --stage-layers, not both");
     skeleton = octo::load_torch_stages(a.stages);

@@ -55,7 +55,7 @@ void map_transformer(Config& c, Draft& d) {
     c.ignore({"num_experts", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers",
               "shared_expert_intermediate_size"});
   }
-  c.ignore({"norm_topk_prob", "num_local_experts"});
+  c.ignore({"norm_topk_prob"});
 
   bool any_mlp = false, any_moe = false;
   for (std::int64_t i = 0; i < layers; ++i) {

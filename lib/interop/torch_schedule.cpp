@@ -89,6 +89,10 @@ Plan import_torch_schedule(std::string_view csv, const std::string& source, Plan
   const int S = static_cast<int>(p.stages.size());
   if (S == 0) fail("{}: no stages to import the schedule into", source);
   const int R = static_cast<int>(rows.size());
+  if (p.devices > 0 && p.devices != R)
+    throw InputError(SourceLocation{source}, "",
+                     fmt::format("{} rows, but the stage file describes {} pipeline ranks", R, p.devices),
+                     "one row per pipeline rank");
 
   std::vector<std::vector<Placed>> placed(static_cast<std::size_t>(R));
   int max_mb = -1;

@@ -35,10 +35,10 @@ struct TorchExport {
 /// Turns schedule CSV text into a plan. `skeleton` carries what the CSV does not: the stages'
 /// layer ranges (a stage's device is taken from the CSV when it is -1, and must match otherwise),
 /// the embedded inputs, tp, dp, micro_batch, seq, the method and, when > 0, the micro-batch count
-/// (otherwise the CSV's). `costs` gives the transfer sizes and, for a compute-only CSV, the op
-/// durations the lowering pass orders transfers by. The result is validated and deadlock-checked;
-/// `predicted` is left empty (the caller simulates). Errors are InputError at the CSV's line:column
-/// (rank = line - 1), or name the rank and the cell.
+/// (otherwise the CSV's) and the number of ranks (otherwise the CSV's rows). `costs` gives the transfer sizes
+/// and, for a compute-only CSV, the op durations the lowering pass orders transfers by. The result is
+/// validated and deadlock-checked; `predicted` is left empty (the caller simulates). Errors are InputError at
+/// the CSV's line:column (rank = line - 1), or name the rank and the cell.
 [[nodiscard]] Plan import_torch_schedule(std::string_view csv, const std::string& source, Plan skeleton,
                                          const CostProfile& costs);
 

@@ -253,6 +253,7 @@ TEST_CASE("torch import: hand-written CSVs, with torch's optional forms") {
   // Without a stage file: stage devices come from the CSV, micro-batches from its actions.
   Plan bare;
   bare.microbatches = 0;  // from the CSV
+  bare.devices = 0;
   bare.method = plan.method;
   bare.stages = {octo::Stage{0, 5, -1, false}, octo::Stage{5, 10, -1, false}};
   bare.model_yaml = plan.model_yaml;
@@ -286,6 +287,8 @@ TEST_CASE("torch import: errors name the cell") {
   CHECK(contains(err("0F0\n0F1," + good1), "stage 0 runs on rank 1 here and on rank 0 above"));
   CHECK(contains(err("0F0,0RECV_F0\n" + good1), "stage 0 has no previous stage"));
   CHECK(contains(err("\"0F0\n" + good1), "unterminated quote"));
+  CHECK(contains(err("0F0,0F1,0B0,0F2,0B1,0F3,0B2,0B3\n" + good1 + "\n"),
+                 "3 rows, but the stage file describes 2"));
   // A missing forward: validation problems point to the cell.
   const std::string e = err("0F0,0F1,0B0,0F2,0B1,0B2,0B3\n" + good1);
   CHECK(contains(e, "not a valid plan"));
