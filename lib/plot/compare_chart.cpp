@@ -14,9 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kWidth = 1100;
+constexpr double kWidth = 1240;
 constexpr double kLeft = 210;
-constexpr double kRight = 300;  // labels right of the bars
+constexpr double kRight = 440;  // labels right of the bars
 constexpr double kBar = 20;
 constexpr double kGap = 8;
 
