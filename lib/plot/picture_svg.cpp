@@ -50,7 +50,8 @@ std::string picture_svg(const Picture& pic) {
   }
   height += 34;
   if (!pic.memory.empty())
-    height += kHeading + static_cast<double>(pic.memory.size()) * (kMemory + kMemoryGap);
+    height += kHeading + static_cast<double>(pic.memory.size()) * (kMemory + kMemoryGap) +
+              14;  // + an off-scale note
   height += 16.0 * static_cast<double>(pic.footnotes.size()) + 12;
 
   svg::Document doc(kWidth, std::ceil(height));
@@ -134,11 +135,19 @@ std::string picture_svg(const Picture& pic) {
   // Memory panel: one curve per device on a common scale, the limit dashed red.
   if (!pic.memory.empty()) {
     y += kHeading;
-    doc.text(16, y - 6, "memory over time (static + activations) vs. the device limit, GiB",
+    doc.text(16, y - 6, "memory over time (static + activations) vs. the device limit",
              svg::TextStyle{12.5, "start", "#111111", true, "group"});
-    double top = 0;
-    for (const MemoryCurve& m : pic.memory) top = std::max({top, m.peak_bytes, m.limit_bytes});
-    top = top > 0 ? top * 1.08 : 1;
+    // A common scale; the limits are on it unless they are far above every peak (a small model on
+    // a large device), where they would flatten the curves: then they are only written out.
+    double peak = 0, limit = 0;
+    for (const MemoryCurve& m : pic.memory) {
+      peak = std::max(peak, m.peak_bytes);
+      limit = std::max(limit, m.limit_bytes);
+    }
+    const bool limits_on_scale = limit > 0 && limit <= 2 * peak;
+    const double top = std::max(limits_on_scale ? limit : 0.0, peak) * 1.08 + 1;
+    const std::string unit = top >= kGiB ? "GiB" : top >= kGiB / 1024 ? "MiB" : "KiB";
+    const double scale = unit == "GiB" ? kGiB : unit == "MiB" ? kGiB / 1024 : kGiB / (1024 * 1024);
     doc.begin_group("memory");
     for (const MemoryCurve& m : pic.memory) {
       const double y0 = y, y1 = y + kMemory;
@@ -155,22 +164,29 @@ std::string picture_svg(const Picture& pic) {
       doc.polygon(area, svg::Style{"#9ecae1", "#3182bd", 0.8, 1, "", "memory-curve"});
       doc.line(x_of(0), y_of(m.static_bytes), x_of(T), y_of(m.static_bytes),
                svg::Style{"none", "#636363", 0.8, 1, "2 2", "static"});
-      if (m.limit_bytes > 0)
+      if (m.limit_bytes > 0 && limits_on_scale)
         doc.line(x_of(0), y_of(m.limit_bytes), x_of(T), y_of(m.limit_bytes),
                  svg::Style{"none", kCritical, 1.2, 1, "5 3", "limit"});
       doc.text(16, y0 + 14, m.label, svg::TextStyle{11.5});
       doc.text(kLeft - 8, y0 + 14,
                m.limit_bytes > 0
-                   ? fmt::format("peak {:.1f} / {:.0f}", m.peak_bytes / kGiB, m.limit_bytes / kGiB)
-                   : fmt::format("peak {:.1f}", m.peak_bytes / kGiB),
+                   ? fmt::format("peak {:.1f} / {:.1f} {}", m.peak_bytes / scale, m.limit_bytes / scale, unit)
+                   : fmt::format("peak {:.1f} {}", m.peak_bytes / scale, unit),
                svg::TextStyle{10.5, "end",
                               m.limit_bytes > 0 && m.peak_bytes > m.limit_bytes ? kCritical : "#555555",
                               false, "memory-note"});
-      doc.text(kLeft - 8, y0 + 28, fmt::format("static {:.1f}", m.static_bytes / kGiB),
+      doc.text(kLeft - 8, y0 + 28, fmt::format("static {:.1f} {}", m.static_bytes / scale, unit),
                svg::TextStyle{9.5, "end", "#777777"});
       y += kMemory + kMemoryGap;
     }
     doc.end_group();
+    if (limit > 0 && !limits_on_scale) {
+      y += 14;
+      doc.text(16, y,
+               fmt::format("the device limits ({:.1f} {}) are far above the peaks, off this scale",
+                           limit / scale, unit),
+               svg::TextStyle{10.5, "start", "#555555", false, "footnote"});
+    }
   }
 
   for (const std::string& f : pic.footnotes) {

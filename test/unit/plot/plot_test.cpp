@@ -216,3 +216,12 @@ TEST_CASE("plot: the compare chart from a compare report") {
   CHECK_THROWS_WITH(octo::plot::compare_chart(bad, "c.json"),
                     Catch::Contains("c.json: methods[1].iteration_time_ms: is a string"));
 }
+
+TEST_CASE("plot: limits far above every peak are written out instead of flattening the curves") {
+  const octo::Plan plan = octo::load_plan(src("plans/tiny-hybrid.1f1b.cpu2.json"));  // KiB-MiB on 4 GiB
+  const octo::SimResult r = timed(plan);
+  const std::string svg = octo::plot::picture_svg(octo::plot::plan_picture(plan, r));
+  CHECK(count(svg, "class=\"limit\"") == 0);
+  CHECK(svg.find("are far above the peaks, off this scale") != std::string::npos);
+  CHECK(svg.find(" MiB</text>") != std::string::npos);
+}
