@@ -7,6 +7,10 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "spec/kinds/attention.hpp"
+#include "spec/kinds/mamba.hpp"
+#include "spec/kinds/mlp.hpp"
+#include "spec/kinds/moe.hpp"
 
 // How the estimate models a training step (why each number is what it is).
 //
@@ -164,7 +168,7 @@ struct Shape {
 };
 
 template <typename T>
-const T& need(const std::optional<T>& section, const ModelSpec& model, std::size_t layer, BlockKind part) {
+const T& need(const T* section, const ModelSpec& model, std::size_t layer, BlockKind part) {
   if (!section)
     fail("{}: layer {} has a {} part but the model has no {} section",
          model.source.empty() ? model.name : model.source, layer, to_string(part), to_string(part));
@@ -361,22 +365,22 @@ void check_tp(const ModelSpec& model, int tp) {
     if (n > 0 && n % tp != 0)
       fail("--tp {}: does not divide the {} ({}) of model {}", tp, what, n, model.name);
   };
-  if (model.attention) {
-    divides(model.attention->heads, "attention heads");
-    const int kv = model.attention->kv_heads;
+  if (const auto* attention = model.sections.find<AttentionSpec>()) {
+    divides(attention->heads, "attention heads");
+    const int kv = attention->kv_heads;
     // Megatron replicates KV heads when there are fewer than TP ranks.
     if (kv > 0 && kv % tp != 0 && tp % kv != 0)
       fail("--tp {}: neither divides nor is a multiple of the KV heads ({}) of model {}", tp, kv, model.name);
   }
   // Mamba1 has no heads (the loader stores heads = 1): TP splits its d_inner channels.
-  if (model.mamba) {
-    if (model.mamba->version == 1)
-      divides(model.mamba->inner(), "Mamba d_inner");
+  if (const auto* mamba = model.sections.find<MambaSpec>()) {
+    if (mamba->version == 1)
+      divides(mamba->inner(), "Mamba d_inner");
     else
-      divides(model.mamba->heads, "Mamba heads");
+      divides(mamba->heads, "Mamba heads");
   }
-  if (model.mlp) divides(model.mlp->ffn, "MLP ffn size");
-  if (model.moe) divides(model.moe->expert_ffn, "expert ffn size");
+  if (const auto* mlp = model.sections.find<MlpSpec>()) divides(mlp->ffn, "MLP ffn size");
+  if (const auto* moe = model.sections.find<MoeSpec>()) divides(moe->expert_ffn, "expert ffn size");
 }
 
 }  // namespace
@@ -397,16 +401,16 @@ LayerWork layer_work(const ModelSpec& model, std::size_t layer, int micro_batch,
         add_lm_head(lw, model, s);
         break;
       case BlockKind::Attention:
-        add_attention(lw, need(model.attention, model, layer, part), s);
+        add_attention(lw, need(model.sections.find<AttentionSpec>(), model, layer, part), s);
         break;
       case BlockKind::Mamba:
-        add_mamba(lw, need(model.mamba, model, layer, part), s);
+        add_mamba(lw, need(model.sections.find<MambaSpec>(), model, layer, part), s);
         break;
       case BlockKind::Mlp:
-        add_mlp(lw, need(model.mlp, model, layer, part), s);
+        add_mlp(lw, need(model.sections.find<MlpSpec>(), model, layer, part), s);
         break;
       case BlockKind::Moe:
-        add_moe(lw, need(model.moe, model, layer, part), s);
+        add_moe(lw, need(model.sections.find<MoeSpec>(), model, layer, part), s);
         break;
     }
   }

@@ -2,6 +2,8 @@
 // MLPs, optional always-on shared experts, token dispatch by a stable sort on expert id and a
 // weighted combine. No token dropping and no auxiliary load-balancing loss.
 
+#include "spec/kinds/moe.hpp"
+
 #include <vector>
 
 #include "core/error.hpp"
@@ -31,7 +33,7 @@ class Moe final : public Sublayer {
  public:
   Moe(const ModelSpec& model, Device& device, ParamSet& params, const std::string& prefix)
       : device_(device), params_(params) {
-    const MoeSpec& spec = *model.moe;
+    const MoeSpec& spec = *model.sections.find<MoeSpec>();
     hidden_ = static_cast<int>(model.hidden);
     experts_ = spec.experts;
     k_ = spec.top_k;
@@ -169,8 +171,9 @@ class Moe final : public Sublayer {
 
 std::unique_ptr<Sublayer> make_moe(const ModelSpec& model, Device& device, ParamSet& params,
                                    const std::string& prefix) {
-  if (!model.moe) fail("model {}: an MoE layer needs a moe section", model.name);
-  const MoeSpec& m = *model.moe;
+  const MoeSpec* spec = model.sections.find<MoeSpec>();
+  if (!spec) fail("model {}: an MoE layer needs a moe section", model.name);
+  const MoeSpec& m = *spec;
   if (m.experts <= 0 || m.top_k <= 0 || m.top_k > m.experts || m.expert_ffn <= 0)
     fail("model {}: moe needs experts > 0, 0 < top_k <= experts and expert_ffn > 0 (got {}, {}, {})",
          model.name, m.experts, m.top_k, m.expert_ffn);

@@ -207,7 +207,7 @@ TEST_CASE("dense MLP blocks (SwiGLU, squared ReLU, GELU): gradients match finite
     INFO("activation " << to_string(act));
     ModelSpec model = small_model({BlockKind::Mlp}, act);
     model.seq_len = 8;
-    model.mlp->ffn = 8;
+    model.sections.find<MlpSpec>()->ffn = 8;
     LayerHarness h(model, 1);
     h.check_all();
   }
