@@ -62,6 +62,13 @@ void add_ffn(LayerWork& lw, BlockKind part, std::string_view who, double tokens,
   lw.wgrad_bytes += tokens * ffn * e;  // input of the down projection
 }
 
+void add_routing(LayerWork& lw, BlockKind part, double t, double width, double experts, double top_k,
+                 double e) {
+  const double shuffle = 2 * t * width * e * (1 + top_k);
+  lw.terms.push_back(elementwise(prefixed(part, "routing"), part, shuffle + t * experts * 4,
+                                 shuffle + t * experts * 4, 4, 3));
+}
+
 void check_divides(const ModelSpec& model, int tp, std::int64_t n, std::string_view what) {
   if (n > 0 && n % tp != 0) fail("--tp {}: does not divide the {} ({}) of model {}", tp, what, n, model.name);
 }

@@ -56,6 +56,13 @@ void add_block_common(LayerWork& work, BlockKind part, const WorkShape& s);
 void add_ffn(LayerWork& work, BlockKind part, std::string_view who, double tokens, double width, double ffn,
              Activation act, const WorkShape& s, Engine engine, double weight_copies);
 
+/// Top-k routing of `tokens` tokens of `width` channels over `experts` experts: the top-k softmax
+/// over the fp32 router logits, and the permutation of the tokens into tokens * top_k
+/// expert-ordered rows and back (the weighted combine), each way; memory-bound. Kernels: top-k,
+/// index sort, permute, unpermute in F; 3 in B.
+void add_routing(LayerWork& work, BlockKind part, double tokens, double width, double experts, double top_k,
+                 double e);
+
 /// Throws "--tp T: does not divide the <what> (n) of model M" unless n is 0 or a multiple of tp.
 void check_divides(const ModelSpec& model, int tp, std::int64_t n, std::string_view what);
 

@@ -3,7 +3,7 @@
 //
 // Top-k expert work only (dropless), all experts' weights read once per pass; routing permutes the
 // tokens into expert order and back (T*h*e read + T*k*h*e written, and the reverse), memory-bound,
-// plus the top-k softmax over the fp32 router logits.
+// plus the top-k softmax over the fp32 router logits (add_routing).
 
 #include "spec/kinds/moe.hpp"
 
@@ -19,11 +19,7 @@ void add(LayerWork& lw, const ModelSpec& model, std::size_t layer, const WorkSha
   const double experts = m.experts, top_k = m.top_k;
   add_block_common(lw, part, s);
   lw.terms.push_back(gemm(prefixed(part, "router"), part, t, h, experts, e));
-  // Permute T*h into T*k expert-ordered rows and unpermute (weighted combine) back, each way;
-  // top-k softmax over the fp32 logits. Kernels: top-k, index sort, permute, unpermute.
-  const double shuffle = 2 * t * h * e * (1 + top_k);
-  lw.terms.push_back(elementwise(prefixed(part, "routing"), part, shuffle + t * experts * 4,
-                                 shuffle + t * experts * 4, 4, 3));
+  add_routing(lw, part, t, h, experts, top_k, e);
   add_ffn(lw, part, "experts.", t * top_k, h, static_cast<double>(m.expert_ffn), m.activation, s,
           Engine::GroupedGemm, experts);
   lw.wgrad_bytes += t * h * e + t * top_k * h * e;  // router input (normed x) + permuted tokens

@@ -15,11 +15,8 @@
 #include "spec/yaml_reader.hpp"
 
 namespace octo {
-namespace {
 
-void parse(const yaml::MapReader& top, ModelSpec& model) {
-  yaml::MapReader m =
-      top.map("moe", {"experts", "top_k", "expert_ffn", "shared_experts", "shared_ffn", "activation"});
+MoeSpec read_moe_keys(const yaml::MapReader& m) {
   MoeSpec spec;
   spec.experts = static_cast<int>(m.integer("experts"));
   spec.top_k = static_cast<int>(m.integer("top_k"));
@@ -29,10 +26,18 @@ void parse(const yaml::MapReader& top, ModelSpec& model) {
   spec.activation = read_activation(m);
   if (spec.top_k > spec.experts)
     m.fail("top_k", fmt::format("top_k {} exceeds the {} experts", spec.top_k, spec.experts),
-           "top_k <= moe.experts");
+           "top_k <= " + m.field("experts"));
   if (m.has("shared_ffn") && spec.shared_experts == 0)
-    m.fail("shared_ffn", "given without shared experts", "moe.shared_experts >= 1, or no shared_ffn");
-  model.sections.set(spec);
+    m.fail("shared_ffn", "given without shared experts",
+           m.field("shared_experts") + " >= 1, or no shared_ffn");
+  return spec;
+}
+
+namespace {
+
+void parse(const yaml::MapReader& top, ModelSpec& model) {
+  model.sections.set(read_moe_keys(
+      top.map("moe", {"experts", "top_k", "expert_ffn", "shared_experts", "shared_ffn", "activation"})));
 }
 
 PartCounts count(const ModelSpec& model, const CountShape& s) {
