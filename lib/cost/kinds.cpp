@@ -26,8 +26,17 @@ struct Registry {
 const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
-    reg.kinds = {&attention_terms(), &embedding_terms(), &lm_head_terms(),
-                 &mamba_terms(),     &mlp_terms(),       &moe_terms()};
+    // One line per kind (clang-format would pack them).
+    // clang-format off
+    reg.kinds = {
+        &attention_terms(),
+        &embedding_terms(),
+        &lm_head_terms(),
+        &mamba_terms(),
+        &mlp_terms(),
+        &moe_terms(),
+    };
+    // clang-format on
     for (const KindTerms* k : reg.kinds) {
       if (reg.by_id[static_cast<std::size_t>(k->id)])
         fail("layer-kind registry (cost): {} is registered twice", to_string(k->id));

@@ -26,8 +26,17 @@ struct Registry {
 const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
-    reg.kinds = {&embedding_kind(), &mamba_kind(), &attention_kind(),
-                 &mlp_kind(),       &moe_kind(),   &lm_head_kind()};
+    // One line per kind (clang-format would pack them).
+    // clang-format off
+    reg.kinds = {
+        &embedding_kind(),
+        &mamba_kind(),
+        &attention_kind(),
+        &mlp_kind(),
+        &moe_kind(),
+        &lm_head_kind(),
+    };
+    // clang-format on
     // Two kinds claiming one id, symbol, name or section would make the loader ambiguous.
     for (std::size_t i = 0; i < reg.kinds.size(); ++i) {
       const LayerKind& k = *reg.kinds[i];
