@@ -11,6 +11,7 @@ namespace octo {
 
 const KindTerms& attention_terms();
 const KindTerms& embedding_terms();
+const KindTerms& latent_moe_terms();
 const KindTerms& lm_head_terms();
 const KindTerms& mamba_terms();
 const KindTerms& mlp_terms();
@@ -31,6 +32,7 @@ const Registry& registry() {
     reg.kinds = {
         &attention_terms(),
         &embedding_terms(),
+        &latent_moe_terms(),
         &lm_head_terms(),
         &mamba_terms(),
         &mlp_terms(),

@@ -15,6 +15,6 @@ namespace octo {
 /// output is the loss. Every other kind is a block part: a sublayer behind a pre-RMSNorm with a
 /// residual. A new kind appends its id here; ids stay small so that a layer's parts are a short
 /// vector of bytes.
-enum class BlockKind : std::uint8_t { Embedding, Mamba, Attention, Mlp, Moe, LmHead };
+enum class BlockKind : std::uint8_t { Embedding, Mamba, Attention, Mlp, Moe, LmHead, LatentMoe };
 
 }  // namespace octo

@@ -14,6 +14,7 @@ const LayerKind& mamba_kind();
 const LayerKind& attention_kind();
 const LayerKind& mlp_kind();
 const LayerKind& moe_kind();
+const LayerKind& latent_moe_kind();
 const LayerKind& lm_head_kind();
 
 namespace {
@@ -34,6 +35,7 @@ const Registry& registry() {
         &attention_kind(),
         &mlp_kind(),
         &moe_kind(),
+        &latent_moe_kind(),
         &lm_head_kind(),
     };
     // clang-format on

@@ -15,6 +15,7 @@ std::unique_ptr<Sublayer> make_attention(const ModelSpec&, Device&, ParamSet&, c
 std::unique_ptr<Sublayer> make_mamba(const ModelSpec&, Device&, ParamSet&, const std::string&);
 std::unique_ptr<Sublayer> make_mlp(const ModelSpec&, Device&, ParamSet&, const std::string&);
 std::unique_ptr<Sublayer> make_moe(const ModelSpec&, Device&, ParamSet&, const std::string&);
+std::unique_ptr<Sublayer> make_latent_moe(const ModelSpec&, Device&, ParamSet&, const std::string&);
 
 namespace {
 
@@ -26,6 +27,7 @@ const std::array<const KindFactory*, 256>& registry() {
       {BlockKind::Mamba, nullptr, make_mamba},
       {BlockKind::Mlp, nullptr, make_mlp},
       {BlockKind::Moe, nullptr, make_moe},
+      {BlockKind::LatentMoe, nullptr, make_latent_moe},
   };
   static const std::array<const KindFactory*, 256> by_id = [] {
     std::array<const KindFactory*, 256> a{};
