@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <string>
 
+#include "spec/kinds/mamba.hpp"
+#include "spec/kinds/mlp.hpp"
+#include "spec/kinds/moe.hpp"
 #include "spec/loader.hpp"
 
 namespace {
@@ -137,10 +140,11 @@ TEST_CASE("import-hf: Nemotron-3-Nano, an MoE hybrid with a shared expert") {
   o.seq = 8192;
   const octo::HfImport r = octo::import_hf_config(nano3, "nano3.json", o);
   check_same_model(r.model, zoo("nemotron-3-nano"));
-  REQUIRE(r.model.moe);
-  CHECK(r.model.moe->shared_experts == 1);
-  CHECK(r.model.moe->shared_ffn == 3712);
-  CHECK(!r.model.mlp);  // no '-' in the pattern: no MLP section although intermediate_size is given
+  REQUIRE(r.model.sections.find<octo::MoeSpec>());
+  CHECK(r.model.sections.find<octo::MoeSpec>()->shared_experts == 1);
+  CHECK(r.model.sections.find<octo::MoeSpec>()->shared_ffn == 3712);
+  CHECK(!r.model.sections.find<octo::MlpSpec>());  // no '-' in the pattern: no MLP section although
+                                                   // intermediate_size is given
 }
 
 TEST_CASE("import-hf: Jamba from its attention and expert periods") {
@@ -160,7 +164,8 @@ TEST_CASE("import-hf: Jamba from its attention and expert periods") {
   // "auto" dt_rank is ceil(hidden / 16).
   std::string auto_rank = jamba;
   auto_rank.replace(auto_rank.find("\"mamba_dt_rank\": 256"), 20, "\"mamba_dt_rank\": \"auto\"");
-  CHECK(octo::import_hf_config(auto_rank, "j.json", o).model.mamba->dt_rank == 256);
+  CHECK(octo::import_hf_config(auto_rank, "j.json", o).model.sections.find<octo::MambaSpec>()->dt_rank ==
+        256);
 }
 
 TEST_CASE("import-hf: Llama-3-8B and the Mistral / Qwen dense relatives") {
@@ -232,8 +237,8 @@ TEST_CASE("import-hf: Mixtral and Qwen3-MoE against their closed-form parameter 
   CHECK(qm.model.layers[1].parts.back() == octo::BlockKind::Mlp);   // block 0
   CHECK(qm.model.layers[2].parts.back() == octo::BlockKind::Moe);   // block 1
   CHECK(qm.model.layers[48].parts.back() == octo::BlockKind::Mlp);  // block 47
-  REQUIRE(qm.model.mlp);
-  CHECK(qm.model.mlp->ffn == 6144);
+  REQUIRE(qm.model.sections.find<octo::MlpSpec>());
+  CHECK(qm.model.sections.find<octo::MlpSpec>()->ffn == 6144);
 }
 
 TEST_CASE("import-hf: unknown and unmappable keys are errors naming them, warnings when lenient") {
