@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "plan/semantics.hpp"
 
 namespace octo {
 
@@ -62,7 +63,28 @@ constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() / 4
 // Op kinds in the scheduler's own table; B stands for BW when the backward is fused.
 constexpr int kF = 0, kB = 1, kW = 2, kR = 3, kKinds = 4;
 
-std::int64_t alloc_f(const StageCost& c, bool rc) { return rc ? c.in_bytes : c.act_bytes; }
+/// The scheduler's slot of an op a dependency rule names (Backward: B or BW, both in slot kB).
+constexpr int slot_of(Pick pick) {
+  switch (pick) {
+    case Pick::F:
+      return kF;
+    case Pick::R:
+      return kR;
+    case Pick::W:
+      return kW;
+    case Pick::B:
+    case Pick::Backward:
+      return kB;
+  }
+  return kF;
+}
+
+/// What F allocates on stage `c` (plan/semantics.hpp): the activations, or only the stage input.
+std::int64_t alloc_f(const StageCost& c, bool rc) {
+  return activation_change(OpKind::F, rc, c.activations());
+}
+/// What R allocates: the activations it re-creates.
+std::int64_t alloc_r(const StageCost& c) { return activation_change(OpKind::R, true, c.activations()); }
 
 void check_problem(const ListScheduleProblem& p, const ListScheduleOptions& o) {
   const int S = p.stages();
@@ -170,6 +192,16 @@ class Run {
   [[nodiscard]] double transfer(int s) const {  // boundary s | s+1
     return p_.transfer_ms.empty() ? 0.0 : p_.transfer_ms[static_cast<std::size_t>(s)];
   }
+  /// The plan op kind of slot k (kB is BW when the backward is fused).
+  [[nodiscard]] OpKind op_kind(int k) const {
+    static constexpr OpKind kinds[kKinds] = {OpKind::F, OpKind::B, OpKind::W, OpKind::R};
+    return k == kB && !split_ ? OpKind::BW : kinds[k];
+  }
+  /// Time for a tensor of the dependency `need` to reach device `d`: its transfer when it crosses
+  /// a device boundary, else 0.
+  [[nodiscard]] double arrival_delay(const Need& need, int d) const {
+    return need.crosses && dev(need.stage) != d ? transfer(boundary(need.tensor, need.stage)) : 0.0;
+  }
 
   [[nodiscard]] std::int64_t f_key(int s, int m) const {
     const std::int64_t S = S_;
@@ -205,27 +237,9 @@ class Run {
     for (const std::int32_t op : log_) {
       const int s = stage_of(op), m = mb_of(op), k = kind_of(op), d = dev(s);
       double t = free[static_cast<std::size_t>(d)];
-      auto after = [&](std::int32_t dep, double delay) {
-        t = std::max(t, end_[static_cast<std::size_t>(dep)] + delay);
-      };
-      switch (k) {
-        case kF:
-          if (s > 0) after(id(s - 1, m, kF), dev(s - 1) != d ? transfer(s - 1) : 0.0);
-          break;
-        case kB:
-          after(id(s, m, kF), 0.0);
-          if (s + 1 < S_) after(id(s + 1, m, kB), dev(s + 1) != d ? transfer(s) : 0.0);
-          if (rc(s)) after(id(s, m, kR), 0.0);
-          break;
-        case kW:
-          after(id(s, m, kB), 0.0);
-          break;
-        case kR:
-          after(id(s, m, kF), 0.0);
-          break;
-        default:
-          break;
-      }
+      for (const Need& need : needs(op_kind(k), s, S_, rc(s)))
+        t = std::max(t, end_[static_cast<std::size_t>(id(need.stage, m, slot_of(need.pick)))] +
+                            arrival_delay(need, d));
       const double e = t + duration(s, k);
       end_[static_cast<std::size_t>(op)] = e;
       free[static_cast<std::size_t>(d)] = e;
@@ -270,13 +284,14 @@ class Run {
       need_[static_cast<std::size_t>(d)] += alloc_f(cost(s), rc(s));
       if (rc(s))
         headroom_[static_cast<std::size_t>(d)] =
-            std::max(headroom_[static_cast<std::size_t>(d)], cost(s).act_bytes);
-      for (int m = 0; m < M_; ++m) {
-        deps_[static_cast<std::size_t>(id(s, m, kF))] = s > 0 ? 1 : 0;
-        deps_[static_cast<std::size_t>(id(s, m, kB))] = 1 + (s + 1 < S_ ? 1 : 0) + (rc(s) ? 1 : 0);
-        deps_[static_cast<std::size_t>(id(s, m, kW))] = 1;
-        deps_[static_cast<std::size_t>(id(s, m, kR))] = 1 + (s + 1 < S_ ? 1 : 0);
-      }
+            std::max(headroom_[static_cast<std::size_t>(d)], alloc_r(cost(s)));
+      // Data dependencies per slot; R also waits for the start of the next stage's backward (a
+      // scheduling choice, see start()).
+      int count[kKinds];
+      for (int k = 0; k < kKinds; ++k) count[k] = needs(op_kind(k), s, S_, rc(s)).size();
+      count[kR] += s + 1 < S_ ? 1 : 0;
+      for (int m = 0; m < M_; ++m)
+        for (int k = 0; k < kKinds; ++k) deps_[static_cast<std::size_t>(id(s, m, k))] = count[k];
       total_ += M_ * (2 + (split_ ? 1 : 0) + (rc(s) ? 1 : 0));
     }
     for (int d = 0; d < D_; ++d) {
@@ -367,10 +382,7 @@ class Run {
     const auto di = static_cast<std::size_t>(d);
     const StageCost& c = cost(s);
     busy_[di] = 1;
-    static constexpr OpKind kinds[kKinds] = {OpKind::F, OpKind::B, OpKind::W, OpKind::R};
-    OpKind kind = kinds[k];
-    if (k == kB && !split_) kind = OpKind::BW;
-    result_.programs[di].push_back(Op::compute(kind, s, m));
+    result_.programs[di].push_back(Op::compute(op_kind(k), s, m));
     log_.push_back(op);
     switch (k) {
       case kF:
@@ -385,15 +397,19 @@ class Run {
         break;
       case kR:
         ++open_r_[di];
-        allocate(d, c.act_bytes);
+        allocate(d, alloc_r(c));
         break;
-      case kB:
-        // The recompute of the next stage down may start now: the gradient is on its way.
-        if (s > 0 && rc(s - 1)) satisfy(id(s - 1, m, kR), now, now);
-        // The device of stage s-1 can expect its B when this one's gradient arrives.
-        if (s > 0 && o_.hold > 0 && dev(s - 1) != d)
-          expected_b_[static_cast<std::size_t>(dev(s - 1))].push(now + duration(s, kB) + transfer(s - 1));
+      case kB: {
+        if (!has_consumer(TensorKind::Gradient, s, S_)) break;
+        const int down = consumer_stage(TensorKind::Gradient, s);
+        // The recompute of the stage this gradient goes to may start now: the gradient is on its way.
+        if (rc(down)) satisfy(id(down, m, kR), now, now);
+        // The device of that stage can expect its B when the gradient arrives.
+        if (o_.hold > 0 && dev(down) != d)
+          expected_b_[static_cast<std::size_t>(dev(down))].push(now + duration(s, kB) +
+                                                                transfer(boundary(TensorKind::Gradient, s)));
         break;
+      }
       default:
         break;
     }
@@ -406,34 +422,26 @@ class Run {
     const StageCost& c = cost(s);
     busy_[di] = 0;
     ++done_;
+    const OpKind kind = op_kind(k);
+    // The ops waiting for this one (the rule table read backwards); R exists only on a stage that
+    // recomputes, W only when the backward is split (then this is a B, which W's rule names).
+    for_each_consumer(kind, s, S_, [&](const DependencyRule& r, int consumer) {
+      if ((r.consumer == Pick::R || r.recompute_only) && !rc(consumer)) return;
+      const double delay = r.stage_offset != 0 && dev(consumer) != d ? transfer(boundary(r.tensor, s)) : 0.0;
+      satisfy(id(consumer, m, slot_of(r.consumer)), now + delay, now);
+    });
+    // Memory (plan/semantics.hpp): the backward frees what W does not need; W frees the rest.
+    const std::int64_t freed = activation_change(kind, rc(s), c.activations());
     switch (k) {
-      case kF:
-        if (s + 1 < S_) satisfy(id(s + 1, m, kF), now + (dev(s + 1) != d ? transfer(s) : 0.0), now);
-        satisfy(id(s, m, kB), now, now);
-        if (rc(s)) satisfy(id(s, m, kR), now, now);
-        break;
-      case kR:
-        satisfy(id(s, m, kB), now, now);
-        break;
-      case kB: {
-        const std::int64_t kept = rc(s) ? c.in_bytes : 0;
+      case kB:
         if (rc(s)) --open_r_[di];
-        if (split_) {
-          live_[di] -= c.act_bytes - c.wgrad_bytes + kept;
-          pending_w_[di] += c.wgrad_bytes;
-          satisfy(id(s, m, kW), now, now);
-        } else {
-          live_[di] -= c.act_bytes + kept;
-        }
-        if (s > 0)
-          satisfy(id(s - 1, m, kB), now + (dev(s - 1) != d ? transfer(s - 1) : 0.0), now);
-        else
-          --inflight_;
+        live_[di] += freed;
+        if (split_) pending_w_[di] -= activation_change(OpKind::W, rc(s), c.activations());
+        if (s == 0) --inflight_;
         break;
-      }
       case kW:
-        live_[di] -= c.wgrad_bytes;
-        pending_w_[di] -= c.wgrad_bytes;
+        live_[di] += freed;
+        pending_w_[di] += freed;
         break;
       default:
         break;
@@ -483,7 +491,7 @@ class Run {
       const int s = stage_of(r.top().second);
       // The first open recompute always fits (headroom); more only when memory allows.
       const std::int64_t limit = open_r_[di] == 0 ? cap : cap - headroom_[di];
-      if (fits(d, cost(s).act_bytes, limit)) return take(r);
+      if (fits(d, alloc_r(cost(s)), limit)) return take(r);
       if (!w.empty()) return take(w);
     }
 
@@ -568,7 +576,7 @@ std::int64_t min_activation_cap(const ListScheduleProblem& problem, int device) 
     const bool rc = !problem.recompute.empty() && problem.recompute[static_cast<std::size_t>(s)];
     const StageCost& c = problem.costs[static_cast<std::size_t>(s)];
     need += alloc_f(c, rc);
-    if (rc) headroom = std::max(headroom, c.act_bytes);
+    if (rc) headroom = std::max(headroom, alloc_r(c));
   }
   return need + headroom;
 }

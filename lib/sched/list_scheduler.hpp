@@ -15,12 +15,11 @@
 /// contention; the simulator verifies the lowered plan). The result is a compute-only program per
 /// device (no SEND/RECV: plan/lower.hpp inserts those), or the reason the problem is infeasible.
 ///
-/// Memory follows CONTRACTS.md "Memory": F allocates act (recompute: only the stage input), R
-/// allocates act, B frees act − wgrad (+ the kept input under recompute), W frees wgrad, BW frees
-/// everything. In MemoryMode::Reserve a micro-batch is admitted only when every device can still
-/// hold all its activations (reservations), which is deadlock-free by construction: every admitted
-/// micro-batch can finish. MemoryMode::Greedy checks the cap op by op and may run into a memory
-/// deadlock, which is reported as infeasible (never a hang).
+/// Dependencies and memory follow the rules of plan/semantics.hpp (lib/plan/CONTRACTS.md): an op
+/// allocates when it starts and frees when it ends. In MemoryMode::Reserve a micro-batch is admitted only
+/// when every device can still hold all its activations (reservations), which is deadlock-free by
+/// construction: every admitted micro-batch can finish. MemoryMode::Greedy checks the cap op by op and may
+/// run into a memory deadlock, which is reported as infeasible (never a hang).
 
 #include <cstdint>
 #include <string>
