@@ -99,6 +99,8 @@ void lower(Plan& plan, const LowerOptions& options) {
       end[id] = start + duration(options.durations.empty() ? unit : options.durations[op.stage], op.kind);
       free_at[d] = end[id];
       rank[id] = finished++;
+      // Wake both neighbour stages' devices: a superset of this op's consumers elsewhere. The
+      // wake-up order fixes the completion ranks that break ties in step 2, so it stays as it is.
       for (const int neighbour : {op.stage - 1, op.stage + 1}) {
         if (neighbour < 0 || neighbour >= S) continue;
         const int nd = plan.stages[neighbour].device;
