@@ -120,11 +120,14 @@ PlanIndex build_index(const Plan& plan) {
 int dependencies(const Plan& plan, const PlanIndex& ix, const Op& op,
                  std::array<Dependency, kMaxDependencies>& out) {
   int n = 0;
-  if (is_comm(op.kind)) return n;
-  for (const Need& need : needs(op.kind, op.stage, ix.stages, plan.stages[op.stage].recompute)) {
-    const std::int32_t id = ix.find(need.pick, need.stage, op.mb);
-    out[n++] = {id >= 0 ? ix.ops[id].kind : pick_kind(need.pick), need.stage, id, need.crosses, need.tensor};
-  }
+  const auto recompute = [&] { return plan.stages[op.stage].recompute; };
+  for_each_need(
+      op.kind, op.stage, ix.stages, recompute, [&](const Need& need) __attribute__((always_inline)) {
+        const std::int32_t id = ix.find(need.pick, need.stage, op.mb);
+        // Only Backward names one of two kinds; the plan's op says which.
+        const OpKind kind = need.pick == Pick::Backward && id >= 0 ? ix.ops[id].kind : pick_kind(need.pick);
+        out[n++] = {kind, need.stage, id, need.crosses, need.tensor};
+      });
   return n;
 }
 

@@ -11,6 +11,8 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "plan/plan.hpp"
 
@@ -158,10 +160,6 @@ static_assert(rules_well_formed(),
               "kDependencyRules: one contiguous block of at most 3 rules per consumer, "
               "one cross-stage rule per boundary tensor");
 
-}  // namespace detail
-
-namespace detail {
-
 /// Rule `Rule` of the table, its fields compile-time constants: the inner loops get straight-line
 /// code per op kind, as if the rules were written out there.
 template <std::size_t Rule, typename Fn>
@@ -199,24 +197,45 @@ template <OpKind Kind, typename Fn>
     detail::visit_rules<consumer_pick(Kind)>(stage, stages, recompute, fn);
 }
 
-/// The same for a kind known only at run time.
-template <typename Fn>
-constexpr void for_each_need(OpKind kind, int stage, int stages, bool recompute, Fn&& fn) {
+/// True when a rule of consumer kind `Kind` applies only on a stage that recomputes: only then do
+/// its inputs depend on the stage's recompute flag.
+template <OpKind Kind>
+inline constexpr bool kInputsDependOnRecompute = [] {
+  if (Kind == OpKind::Send || Kind == OpKind::Recv) return false;
+  const detail::RuleRange range = detail::kRuleRanges[static_cast<std::size_t>(consumer_pick(Kind))];
+  for (std::uint8_t i = range.begin; i < range.end; ++i)
+    if (kDependencyRules[i].recompute_only) return true;
+  return false;
+}();
+
+/// The same for a kind known only at run time. `recompute()` says whether the stage recomputes; it
+/// is called only for kinds whose inputs depend on it.
+template <typename Recompute, typename Fn>
+requires std::is_invocable_r_v<bool, Recompute&>
+constexpr void for_each_need(OpKind kind, int stage, int stages, Recompute&& recompute, Fn&& fn) {
   switch (kind) {
     case OpKind::F:
-      return for_each_need<OpKind::F>(stage, stages, recompute, fn);
+      return for_each_need<OpKind::F>(stage, stages, kInputsDependOnRecompute<OpKind::F> && recompute(), fn);
     case OpKind::B:
-      return for_each_need<OpKind::B>(stage, stages, recompute, fn);
+      return for_each_need<OpKind::B>(stage, stages, kInputsDependOnRecompute<OpKind::B> && recompute(), fn);
     case OpKind::W:
-      return for_each_need<OpKind::W>(stage, stages, recompute, fn);
+      return for_each_need<OpKind::W>(stage, stages, kInputsDependOnRecompute<OpKind::W> && recompute(), fn);
     case OpKind::BW:
-      return for_each_need<OpKind::BW>(stage, stages, recompute, fn);
+      return for_each_need<OpKind::BW>(stage, stages, kInputsDependOnRecompute<OpKind::BW> && recompute(),
+                                       fn);
     case OpKind::R:
-      return for_each_need<OpKind::R>(stage, stages, recompute, fn);
+      return for_each_need<OpKind::R>(stage, stages, kInputsDependOnRecompute<OpKind::R> && recompute(), fn);
     case OpKind::Send:
     case OpKind::Recv:
       return;
   }
+}
+
+/// The same with the recompute flag at hand.
+template <typename Fn>
+constexpr void for_each_need(OpKind kind, int stage, int stages, bool recompute, Fn&& fn) {
+  for_each_need(
+      kind, stage, stages, [recompute] { return recompute; }, fn);
 }
 
 /// The inputs of compute op `kind` of stage `stage` (of `stages`), in rule order.
@@ -227,16 +246,57 @@ constexpr void for_each_need(OpKind kind, int stage, int stages, bool recompute,
   return out;
 }
 
+namespace detail {
+
+/// Rule `Rule` if an op of kind `Kind` is its producer, its fields compile-time constants.
+template <std::size_t Rule, OpKind Kind, typename Fn>
+[[gnu::always_inline]] constexpr void visit_consumer(int stage, int stages, Fn& fn) {
+  constexpr DependencyRule r = kDependencyRules[Rule];
+  if constexpr (picks(r.producer, Kind)) {
+    const int consumer = stage - r.stage_offset;
+    if constexpr (r.stage_offset > 0) {
+      if (consumer < 0) return;
+    } else if constexpr (r.stage_offset < 0) {
+      if (consumer >= stages) return;
+    }
+    fn(r, consumer);
+  }
+}
+
+template <OpKind Kind, typename Fn, std::size_t... Rule>
+[[gnu::always_inline]] constexpr void visit_consumers(int stage, int stages, Fn& fn,
+                                                      std::index_sequence<Rule...>) {
+  (visit_consumer<Rule, Kind>(stage, stages, fn), ...);
+}
+
+}  // namespace detail
+
 /// Calls fn(const DependencyRule&, int consumer_stage) for every rule whose producer is an op of
-/// kind `kind` on stage `stage` (of `stages`) and whose consumer stage exists: the ops that wait
-/// for this one. A recompute_only rule is passed on; the caller knows whether the consumer's stage
-/// recomputes.
+/// kind `Kind` on stage `stage` (of `stages`) and whose consumer stage exists, in table order: the
+/// ops that wait for this one. A recompute_only rule is passed on; the caller knows whether the
+/// consumer's stage recomputes.
+template <OpKind Kind, typename Fn>
+[[gnu::always_inline]] constexpr void for_each_consumer(int stage, int stages, Fn&& fn) {
+  detail::visit_consumers<Kind>(stage, stages, fn, std::make_index_sequence<kDependencyRules.size()>{});
+}
+
+/// The same for a kind known only at run time.
 template <typename Fn>
 constexpr void for_each_consumer(OpKind kind, int stage, int stages, Fn&& fn) {
-  for (const DependencyRule& r : kDependencyRules) {
-    if (!picks(r.producer, kind)) continue;
-    const int consumer = stage - r.stage_offset;
-    if (consumer >= 0 && consumer < stages) fn(r, consumer);
+  switch (kind) {
+    case OpKind::F:
+      return for_each_consumer<OpKind::F>(stage, stages, fn);
+    case OpKind::B:
+      return for_each_consumer<OpKind::B>(stage, stages, fn);
+    case OpKind::W:
+      return for_each_consumer<OpKind::W>(stage, stages, fn);
+    case OpKind::BW:
+      return for_each_consumer<OpKind::BW>(stage, stages, fn);
+    case OpKind::R:
+      return for_each_consumer<OpKind::R>(stage, stages, fn);
+    case OpKind::Send:
+    case OpKind::Recv:
+      return;
   }
 }
 
@@ -364,6 +424,14 @@ static_assert(static_cast<int>(OpKind::F) == 0 && static_cast<int>(OpKind::B) ==
                                                        const ActivationSizes& s) {
   const MemoryRule& r = memory_rule(kind, recompute);
   return r.act * s.act + r.wgrad * s.wgrad + r.input * s.input;
+}
+/// The same for a kind known at compile time: the coefficients fold into the arithmetic.
+template <OpKind Kind>
+[[nodiscard]] constexpr std::int64_t activation_change(bool recompute, const ActivationSizes& s) {
+  constexpr MemoryRule plain = kMemoryRules[0][static_cast<std::size_t>(Kind)];
+  constexpr MemoryRule rc = kMemoryRules[1][static_cast<std::size_t>(Kind)];
+  return recompute ? rc.act * s.act + rc.wgrad * s.wgrad + rc.input * s.input
+                   : plain.act * s.act + plain.wgrad * s.wgrad + plain.input * s.input;
 }
 /// +1 for the op that makes a (stage, micro-batch)'s activations alive (F), −1 for the one that
 /// ends them (B or BW; W's leftovers are bytes only), else 0.

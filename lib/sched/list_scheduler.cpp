@@ -81,10 +81,10 @@ constexpr int slot_of(Pick pick) {
 
 /// What F allocates on stage `c` (plan/semantics.hpp): the activations, or only the stage input.
 std::int64_t alloc_f(const StageCost& c, bool rc) {
-  return activation_change(OpKind::F, rc, c.activations());
+  return activation_change<OpKind::F>(rc, c.activations());
 }
 /// What R allocates: the activations it re-creates.
-std::int64_t alloc_r(const StageCost& c) { return activation_change(OpKind::R, true, c.activations()); }
+std::int64_t alloc_r(const StageCost& c) { return activation_change<OpKind::R>(true, c.activations()); }
 
 void check_problem(const ListScheduleProblem& p, const ListScheduleOptions& o) {
   const int S = p.stages();
@@ -185,9 +185,8 @@ class Run {
   [[nodiscard]] int mb_of(std::int32_t op) const { return (op / kKinds) % M_; }
   [[nodiscard]] static int kind_of(std::int32_t op) { return op % kKinds; }
   [[nodiscard]] int dev(int s) const { return p_.stage_device[static_cast<std::size_t>(s)]; }
-  [[nodiscard]] bool rc(int s) const {
-    return !p_.recompute.empty() && p_.recompute[static_cast<std::size_t>(s)];
-  }
+  /// Whether stage s recomputes: a byte per stage, cheaper to read in every event than std::vector<bool>.
+  [[nodiscard]] bool rc(int s) const { return rc_[static_cast<std::size_t>(s)] != 0; }
   [[nodiscard]] const StageCost& cost(int s) const { return p_.costs[static_cast<std::size_t>(s)]; }
   [[nodiscard]] double transfer(int s) const {  // boundary s | s+1
     return p_.transfer_ms.empty() ? 0.0 : p_.transfer_ms[static_cast<std::size_t>(s)];
@@ -230,16 +229,40 @@ class Run {
 
   /// Re-times the schedule as early as its order allows (list order per device, data
   /// dependencies, ideal transfer delays): what the simulator computes for the compute-only plan.
-  void retime() {
+  /// The latest of `t` and the arrival of every input of op `Kind` (s, m) on device d (end_ times).
+  template <OpKind Kind>
+  [[nodiscard]] double inputs_ready(int s, int m, int d, double t) const {
+    for_each_need<Kind>(
+        s, S_, rc(s), [&](const Need& need) __attribute__((always_inline)) {
+          t = std::max(t, end_[static_cast<std::size_t>(id(need.stage, m, slot_of(need.pick)))] +
+                              arrival_delay(need, d));
+        });
+    return t;
+  }
+
+  [[gnu::noinline]] void retime() {
     std::fill(end_.begin(), end_.end(), 0.0);
     std::vector<double> free(static_cast<std::size_t>(D_), 0.0);
     double makespan = 0;
     for (const std::int32_t op : log_) {
       const int s = stage_of(op), m = mb_of(op), k = kind_of(op), d = dev(s);
       double t = free[static_cast<std::size_t>(d)];
-      for (const Need& need : needs(op_kind(k), s, S_, rc(s)))
-        t = std::max(t, end_[static_cast<std::size_t>(id(need.stage, m, slot_of(need.pick)))] +
-                            arrival_delay(need, d));
+      switch (k) {
+        case kF:
+          t = inputs_ready<OpKind::F>(s, m, d, t);
+          break;
+        case kB:
+          t = split_ ? inputs_ready<OpKind::B>(s, m, d, t) : inputs_ready<OpKind::BW>(s, m, d, t);
+          break;
+        case kW:
+          t = inputs_ready<OpKind::W>(s, m, d, t);
+          break;
+        case kR:
+          t = inputs_ready<OpKind::R>(s, m, d, t);
+          break;
+        default:
+          break;
+      }
       const double e = t + duration(s, k);
       end_[static_cast<std::size_t>(op)] = e;
       free[static_cast<std::size_t>(d)] = e;
@@ -253,6 +276,9 @@ class Run {
     S_ = p_.stages();
     M_ = p_.microbatches;
     split_ = o_.split_bw;
+    rc_.assign(static_cast<std::size_t>(S_), 0);
+    for (int s = 0; s < S_; ++s)
+      rc_[static_cast<std::size_t>(s)] = !p_.recompute.empty() && p_.recompute[static_cast<std::size_t>(s)];
     const auto n = static_cast<std::size_t>(S_) * M_ * kKinds;
     deps_.assign(n, 0);
     ready_at_.assign(n, 0.0);
@@ -392,9 +418,12 @@ class Run {
           for (int e = 0; e < D_; ++e)
             reserved_[static_cast<std::size_t>(e)] += need_[static_cast<std::size_t>(e)];
         }
-        reserved_[di] -= alloc_f(c, rc(s));
-        allocate(d, alloc_f(c, rc(s)));
-        break;
+        {
+          const std::int64_t bytes = alloc_f(c, rc(s));
+          reserved_[di] -= bytes;
+          allocate(d, bytes);
+          break;
+        }
       case kR:
         ++open_r_[di];
         allocate(d, alloc_r(c));
@@ -416,33 +445,54 @@ class Run {
     push_event(now + duration(s, k), op, true);
   }
 
+  /// Counts the completion of op `Kind` (s, m) on device d at `now` for every op waiting for it (the
+  /// rule table read backwards); R exists only on a stage that recomputes, W only when the backward
+  /// is split (then the completed op is a B, which W's rule names).
+  template <OpKind Kind>
+  void release_consumers(int s, int m, int d, double now) {
+    for_each_consumer<Kind>(
+        s, S_, [&](const DependencyRule& r, int consumer) __attribute__((always_inline)) {
+          if ((r.consumer == Pick::R || r.recompute_only) && !rc(consumer)) return;
+          const double delay =
+              r.stage_offset != 0 && dev(consumer) != d ? transfer(boundary(r.tensor, s)) : 0.0;
+          satisfy(id(consumer, m, slot_of(r.consumer)), now + delay, now);
+        });
+  }
+
   void complete(std::int32_t op, double now) {
     const int s = stage_of(op), m = mb_of(op), k = kind_of(op), d = dev(s);
     const auto di = static_cast<std::size_t>(d);
     const StageCost& c = cost(s);
     busy_[di] = 0;
     ++done_;
-    const OpKind kind = op_kind(k);
-    // The ops waiting for this one (the rule table read backwards); R exists only on a stage that
-    // recomputes, W only when the backward is split (then this is a B, which W's rule names).
-    for_each_consumer(kind, s, S_, [&](const DependencyRule& r, int consumer) {
-      if ((r.consumer == Pick::R || r.recompute_only) && !rc(consumer)) return;
-      const double delay = r.stage_offset != 0 && dev(consumer) != d ? transfer(boundary(r.tensor, s)) : 0.0;
-      satisfy(id(consumer, m, slot_of(r.consumer)), now + delay, now);
-    });
     // Memory (plan/semantics.hpp): the backward frees what W does not need; W frees the rest.
-    const std::int64_t freed = activation_change(kind, rc(s), c.activations());
+    // F and R allocated when they started.
     switch (k) {
+      case kF:
+        release_consumers<OpKind::F>(s, m, d, now);
+        break;
+      case kR:
+        release_consumers<OpKind::R>(s, m, d, now);
+        break;
       case kB:
         if (rc(s)) --open_r_[di];
-        live_[di] += freed;
-        if (split_) pending_w_[di] -= activation_change(OpKind::W, rc(s), c.activations());
+        if (split_) {
+          release_consumers<OpKind::B>(s, m, d, now);
+          live_[di] += activation_change<OpKind::B>(rc(s), c.activations());
+          pending_w_[di] -= activation_change<OpKind::W>(rc(s), c.activations());
+        } else {
+          release_consumers<OpKind::BW>(s, m, d, now);
+          live_[di] += activation_change<OpKind::BW>(rc(s), c.activations());
+        }
         if (s == 0) --inflight_;
         break;
-      case kW:
+      case kW: {
+        release_consumers<OpKind::W>(s, m, d, now);
+        const std::int64_t freed = activation_change<OpKind::W>(rc(s), c.activations());
         live_[di] += freed;
         pending_w_[di] += freed;
         break;
+      }
       default:
         break;
     }
@@ -552,6 +602,7 @@ class Run {
   std::vector<std::uint8_t> busy_;
   std::vector<std::int64_t> live_, reserved_, pending_w_, peak_, need_, headroom_, cap_;
   std::vector<int> open_r_;
+  std::vector<std::uint8_t> rc_;  // per stage: recomputes
   /// Per device: times at which gradients for its B ops are expected (hold > 0).
   std::vector<std::priority_queue<double, std::vector<double>, std::greater<>>> expected_b_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;

@@ -141,14 +141,15 @@ void verify_programs(const Schedule& schedule, const ScheduleConfig& c, const Pr
   for (int d = 0; d < c.devices; ++d) {
     for (const Op& op : programs[static_cast<std::size_t>(d)]) {
       const bool rc = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(op.stage)];
-      for (const Need& need : needs(op.kind, op.stage, stages, rc)) {
-        if (c.stage_device[static_cast<std::size_t>(need.stage)] != d) continue;
-        const OpKind kind =
-            need.pick == Pick::Backward ? (split ? OpKind::B : OpKind::BW) : pick_kind(need.pick);
-        if (slot(kind, need.stage, op.mb) > slot(op.kind, op.stage, op.mb))
-          bug(fmt::format("{} is listed before {}, which it depends on", describe(op),
-                          describe(Op::compute(kind, need.stage, op.mb))));
-      }
+      for_each_need(
+          op.kind, op.stage, stages, rc, [&](const Need& need) __attribute__((always_inline)) {
+            if (c.stage_device[static_cast<std::size_t>(need.stage)] != d) return;
+            const OpKind kind =
+                need.pick == Pick::Backward ? (split ? OpKind::B : OpKind::BW) : pick_kind(need.pick);
+            if (slot(kind, need.stage, op.mb) > slot(op.kind, op.stage, op.mb))
+              bug(fmt::format("{} is listed before {}, which it depends on", describe(op),
+                              describe(Op::compute(kind, need.stage, op.mb))));
+          });
     }
   }
 }
