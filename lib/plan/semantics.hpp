@@ -341,6 +341,10 @@ inline constexpr std::array<TensorKind, 2> kTensorKinds = {TensorKind::Activatio
 [[nodiscard]] constexpr int consumer_stage(TensorKind tensor, int producer_stage) {
   return producer_stage + route(tensor).direction;
 }
+/// The stage that made `tensor` used by stage `consumer_stage` (may be out of range).
+[[nodiscard]] constexpr int producer_stage(TensorKind tensor, int consumer_stage) {
+  return consumer_stage - route(tensor).direction;
+}
 /// True when `tensor` of stage `producer_stage` has a consumer among `stages` stages: there is no
 /// activation after the last stage and no input gradient before the first.
 [[nodiscard]] constexpr bool has_consumer(TensorKind tensor, int producer_stage, int stages) {
