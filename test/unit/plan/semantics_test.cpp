@@ -93,6 +93,9 @@ TEST_CASE("picks: B and BW both answer to Backward, only B to B", "[semantics]")
 TEST_CASE("boundary tensors: direction, existence, boundary index", "[semantics]") {
   CHECK(consumer_stage(A, 3) == 4);
   CHECK(consumer_stage(G, 3) == 2);
+  CHECK(producer_stage(A, 4) == 3);   // F(4) receives the activation of stage 3
+  CHECK(producer_stage(G, 2) == 3);   // B(2) receives the gradient of stage 3
+  CHECK(producer_stage(A, 0) == -1);  // none before stage 0
   CHECK(has_consumer(A, 0, 4));
   CHECK(has_consumer(A, 2, 4));
   CHECK_FALSE(has_consumer(A, 3, 4));  // nothing after the LM head
