@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/plan_io.hpp"
+#include "plan/semantics.hpp"
 #include "plan/validate.hpp"
 #include "spec/loader.hpp"
 
@@ -273,7 +274,6 @@ void Runtime::progress(StepState& st) {
 void Runtime::run_op(StepState& st, std::size_t index) {
   const Op& op = plan_.plan.programs[static_cast<std::size_t>(device_index_)][index];
   const Plan& p = plan_.plan;
-  const int last = plan_.stages() - 1;
   OpSpan& span = st.stats.spans[index];
 
   if (options_.fault.kind != FaultInjection::Kind::None && options_.fault.rank == rank_ &&
@@ -291,8 +291,8 @@ void Runtime::run_op(StepState& st, std::size_t index) {
       const int k = st.key(op.stage, op.mb);
       auto& in = st.incoming[t][static_cast<std::size_t>(k)];
       if (in.posted) fail("a second RECV of the same tensor");
-      const std::size_t n = net(op.tensor == TensorKind::Activation ? op.stage + 1 : op.stage - 1)
-                                .boundary_elements(p.micro_batch, static_cast<int>(p.seq));
+      const std::size_t n =
+          net(consumer_stage(op.tensor, op.stage)).boundary_elements(p.micro_batch, static_cast<int>(p.seq));
       span.start_us = st.now_us();
       in.buffer = device_.alloc<float>(n);
       in.request =
@@ -326,19 +326,22 @@ void Runtime::run_op(StepState& st, std::size_t index) {
   const auto tensor_done = [&](nn::Buffer out, TensorKind kind) {
     hand_off(st, op.stage, op.mb, kind, std::move(out));
   };
+  // The boundary tensors this op takes from and makes for a neighbour stage (plan/semantics.hpp).
+  const std::optional<Need> input_from = input_tensor(op.kind, op.stage, plan_.stages());
+  const std::optional<TensorKind> output = output_tensor(op.kind, op.stage, plan_.stages());
 
   switch (op.kind) {
     case OpKind::F: {
       nn::Buffer input;
-      if (!stage_net.has_embedding()) input = take_input(st, op.stage - 1, op.mb, TensorKind::Activation);
+      if (input_from) input = take_input(st, input_from->stage, op.mb, input_from->tensor);
       span.start_us = st.now_us();
       ctx.emplace(stage_net.make_context(st.batches[static_cast<std::size_t>(op.mb)], st.loss_scale));
       nn::Buffer out = stage_net.forward(*ctx, std::move(input), !stage.recompute);
-      if (op.stage == last) {
+      if (output) {
+        tensor_done(std::move(out), *output);
+      } else {  // the LM head's forward ends in the loss
         st.loss_sum += nn::read_scalar(device_, out.data());
         st.has_loss = true;
-      } else {
-        tensor_done(std::move(out), TensorKind::Activation);
       }
       break;
     }
@@ -351,12 +354,12 @@ void Runtime::run_op(StepState& st, std::size_t index) {
     case OpKind::BW: {
       if (!ctx) fail("backward before forward");
       nn::Buffer grad;
-      if (op.stage != last) grad = take_input(st, op.stage + 1, op.mb, TensorKind::Gradient);
+      if (input_from) grad = take_input(st, input_from->stage, op.mb, input_from->tensor);
       span.start_us = st.now_us();
       nn::Buffer dx = op.kind == OpKind::B ? stage_net.backward_input(*ctx, std::move(grad))
                                            : stage_net.backward(*ctx, std::move(grad));
       if (op.kind == OpKind::BW) ctx.reset();
-      if (op.stage > 0) tensor_done(std::move(dx), TensorKind::Gradient);
+      if (output) tensor_done(std::move(dx), *output);
       break;
     }
     case OpKind::W:

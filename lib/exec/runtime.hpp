@@ -5,7 +5,7 @@
 /// replica form a pipeline (pipeline rank = plan device) and the ranks of one plan device across
 /// replicas form its data-parallel group.
 ///
-/// A step walks the device's op list in order (CONTRACTS.md, "Plan / schedule semantics"):
+/// A step walks the device's op list in order (lib/plan/CONTRACTS.md, "Plan / schedule semantics"):
 ///   RECV  allocates the tensor and posts the receive at once (as early as the order allows);
 ///   SEND  posts the send of the tensor its producer left behind; the buffer lives until the
 ///         send has completed;
