@@ -17,6 +17,7 @@
 #include "nn/data.hpp"
 #include "nn/model.hpp"
 #include "plan/lower.hpp"
+#include "spec/kinds/mlp.hpp"
 
 namespace octo::exec {
 namespace {
@@ -371,7 +372,7 @@ Timing measure_overhead(nn::Device& device, Comm& world, Comm& comm, const Profi
     micro.vocab = nn::kByteVocab;
     micro.hidden = hidden;
     micro.seq_len = seq;
-    micro.mlp = MlpSpec{8, Activation::SwiGlu};
+    micro.sections.set(MlpSpec{8, Activation::SwiGlu});
     micro.training.micro_batch = batch;
     micro.training.dtype = DType::FP32;
     micro.layers.push_back({{BlockKind::Embedding}, "embedding"});

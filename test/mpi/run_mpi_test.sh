@@ -126,6 +126,18 @@ check-tuned:*)
   cat "$dir/plan.log"
   run_check "$np" "$dir/plan.json"
   ;;
+check-latent-moe:*)
+  # The latent MoE kind end to end on tiny-latent-moe: a ZB-V baseline (split B/W, two stages per
+  # rank) and a tuned plan, each checked against the sequential run.
+  np=${case_name#check-latent-moe:}
+  model=$src/profiles/models/tiny-latent-moe.yaml
+  baseline zb-v "$np" "$dir/plan.json"
+  run_check "$np" "$dir/plan.json"
+  "$octoplan" plan "$model" --cluster "$cluster" --pp "$np" --microbatches $((2 * np)) --time-budget 2 --threads 1 \
+    --quiet -o "$dir/tuned.json" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log"; fail "octoplan plan failed"; }
+  cat "$dir/plan.log"
+  run_check "$np" "$dir/tuned.json"
+  ;;
 check-dp2pp2)
   baseline 1f1b 2 "$dir/plan.json" --dp 2
   run_check 4 "$dir/plan.json"
