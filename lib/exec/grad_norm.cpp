@@ -17,8 +17,9 @@ double global_grad_norm(std::span<const GradPiece> pieces, nn::Device& device, C
   double local = 0;
   for (const GradPiece& p : pieces)
     if (p.counted && p.size > 0) local += device.sum_squares(p.size, p.data);
-  // The transport reduces floats: split the double into a float and its remainder so the sum
-  // keeps about 48 bits, whatever the spread of the ranks' shares.
+  // The transport reduces floats: each rank's share is sent as a float and its remainder, so no
+  // share loses bits before the reduction; the sum over ranks itself rounds in float (a relative
+  // error of about 1e-7 per rank, far below what a clip factor needs).
   float parts[2] = {static_cast<float>(local), 0.0f};
   parts[1] = static_cast<float>(local - static_cast<double>(parts[0]));
   world.all_reduce(std::span<float>(parts, 2), ReduceOp::Sum);
