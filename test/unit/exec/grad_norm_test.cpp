@@ -20,7 +20,8 @@ using octo::exec::testing::joined_errors;
 using octo::exec::testing::run_ranks;
 using namespace std::chrono_literals;
 
-TEST_CASE("grad norm: counted pieces of every rank, each once; clipping scales every copy", "[exec][clip]") {
+TEST_CASE("grad norm: counted pieces of every rank, each once, and clipping scales every copy",
+          "[exec][clip]") {
   // Rank 0: {3, 4} counted. Rank 1: {12} counted, and a replica's copy {100, 100} that does not
   // count. Norm = sqrt(9 + 16 + 144) = 13.
   ThreadWorld world(2);

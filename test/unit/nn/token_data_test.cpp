@@ -174,7 +174,8 @@ TEST_CASE("tokens: llm.c shards with uint16 and uint32 tokens read back exactly"
   CHECK_THROWS_WITH(TokenData::load(s.path("short.bin")), Catch::Contains("short.bin: header"));
 }
 
-TEST_CASE("tokens: any other file is byte-level text; a missing one names both readings", "[nn][tokens]") {
+TEST_CASE("tokens: any other file is byte-level text, and a missing one names both readings",
+          "[nn][tokens]") {
   Scratch s;
   write(s.path("notes.bin"), "plain text, even named .bin");
   const TokenData t = TokenData::load(s.path("notes.bin"));
@@ -210,7 +211,7 @@ TEST_CASE("tokens: octorun tokenize's dataset holds the text's bytes, one docume
                     Catch::Contains("70000") && Catch::Contains("uint16"));
 }
 
-TEST_CASE("tokens: sequences from a sample offset equal micro-batches by index; validation split",
+TEST_CASE("tokens: sequences from a sample offset equal micro-batches by index, and the validation split",
           "[nn][tokens]") {
   std::string text;
   for (int i = 0; i < 5000; ++i) text += static_cast<char>('a' + (i * 13) % 26);
