@@ -8,105 +8,16 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/json_reader.hpp"
 #include "plan/deadlock.hpp"
-#include "spec/loader.hpp"
+#include "plan/plan_inputs.hpp"
 
 namespace octo {
 namespace {
 
 using nlohmann::json;
 
-std::string_view json_type(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "an integer";
-    case json::value_t::number_float:
-      return "a floating-point number";
-    default:
-      return "an unsupported value";
-  }
-}
-
-/// Reads JSON values with the JSON path of each in every message.
-class Reader {
- public:
-  explicit Reader(const std::string& source) : source_(source) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& problem,
-                         const std::string& expected = {}) const {
-    throw InputError(SourceLocation{source_}, path, problem, expected);
-  }
-
-  const json& object(const json& j, const std::string& path,
-                     std::initializer_list<std::string_view> keys) const {
-    if (!j.is_object()) fail(path, fmt::format("is {}", json_type(j)), "an object");
-    for (const auto& [key, value] : j.items()) {
-      if (std::find(keys.begin(), keys.end(), key) == keys.end())
-        fail(join(path, key), "unknown key", fmt::format("one of {}", fmt::join(keys, ", ")));
-    }
-    return j;
-  }
-
-  const json* optional(const json& obj, std::string_view key) const {
-    const auto it = obj.find(key);
-    return it == obj.end() ? nullptr : &*it;
-  }
-
-  const json& required(const json& obj, const std::string& path, std::string_view key) const {
-    const json* j = optional(obj, key);
-    if (!j) fail(join(path, key), "missing");
-    return *j;
-  }
-
-  std::int64_t integer(const json& j, const std::string& path,
-                       std::int64_t lo = std::numeric_limits<std::int32_t>::min(),
-                       std::int64_t hi = std::numeric_limits<std::int32_t>::max()) const {
-    if (j.is_number_unsigned()) {
-      const auto v = j.get<std::uint64_t>();
-      if (v > static_cast<std::uint64_t>(hi))
-        fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
-      return static_cast<std::int64_t>(v);
-    }
-    if (!j.is_number_integer()) fail(path, fmt::format("is {}", json_type(j)), "an integer");
-    const auto v = j.get<std::int64_t>();
-    if (v < lo || v > hi) fail(path, fmt::format("{} does not fit", v), fmt::format("{}..{}", lo, hi));
-    return v;
-  }
-
-  std::string string(const json& j, const std::string& path) const {
-    if (!j.is_string()) fail(path, fmt::format("is {}", json_type(j)), "a string");
-    return j.get<std::string>();
-  }
-
-  bool boolean(const json& j, const std::string& path) const {
-    if (!j.is_boolean()) fail(path, fmt::format("is {}", json_type(j)), "true or false");
-    return j.get<bool>();
-  }
-
-  const json& array(const json& j, const std::string& path) const {
-    if (!j.is_array()) fail(path, fmt::format("is {}", json_type(j)), "an array");
-    return j;
-  }
-
-  static std::string join(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
-  }
-  static std::string index(const std::string& path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
-
- private:
-  const std::string& source_;
-};
+using Reader = JsonReader;
 
 OpKind parse_kind(const Reader& rd, const json& j, const std::string& path) {
   const std::string name = rd.string(j, path);
@@ -188,7 +99,7 @@ json to_json(const Plan& plan) {
     for (const Op& op : plan.programs[d]) ops.push_back(op_json(op));
     devices.push_back({{"device", d}, {"ops", std::move(ops)}});
   }
-  return {
+  json j = {
       {"schema_version", plan.schema_version},
       {"generator", plan.generator},
       {"method", plan.method},
@@ -202,8 +113,10 @@ json to_json(const Plan& plan) {
       {"seq", plan.seq},
       {"stages", std::move(stages)},
       {"devices", std::move(devices)},
-      {"predicted", plan.predicted},
+      {"predicted", plan.predicted ? to_json(*plan.predicted) : json(nullptr)},
   };
+  if (plan.allow_oversubscribed_memory) j["allow_oversubscribed_memory"] = true;
+  return j;
 }
 
 std::string plan_to_string(const Plan& plan) {
@@ -248,7 +161,9 @@ std::string plan_to_string(const Plan& plan) {
     out += program.empty() ? "]}" : "\n    ]}";
   }
   out += plan.programs.empty() ? "],\n" : "\n  ],\n";
-  out += fmt::format("  \"predicted\": {}\n}}\n", nest(plan.predicted.dump(2), 2));
+  if (plan.allow_oversubscribed_memory) out += "  \"allow_oversubscribed_memory\": true,\n";
+  const json predicted = plan.predicted ? to_json(*plan.predicted) : json(nullptr);
+  out += fmt::format("  \"predicted\": {}\n}}\n", nest(predicted.dump(2), 2));
   return out;
 }
 
@@ -265,7 +180,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
             fmt::format("{}; re-create the plan with this version of octoplan", Plan::kSchemaVersion));
   rd.object(j, "",
             {"schema_version", "generator", "method", "inputs", "parallel", "microbatches", "micro_batch",
-             "seq", "stages", "devices", "predicted"});
+             "seq", "stages", "devices", "allow_oversubscribed_memory", "predicted"});
 
   if (const json* g = rd.optional(j, "generator")) plan.generator = rd.string(*g, "generator");
   if (const json* m = rd.optional(j, "method")) plan.method = rd.string(*m, "method");
@@ -324,44 +239,23 @@ Plan plan_from_json(const json& j, const std::string& source) {
     for (std::size_t i = 0; i < ops.size(); ++i)
       program.push_back(parse_op(rd, ops[i], Reader::index(opath, i)));
   }
-  if (const json* predicted = rd.optional(j, "predicted")) plan.predicted = *predicted;
+  if (const json* a = rd.optional(j, "allow_oversubscribed_memory"))
+    plan.allow_oversubscribed_memory = rd.boolean(*a, "allow_oversubscribed_memory");
+  if (const json* predicted = rd.optional(j, "predicted"); predicted && !predicted->is_null())
+    plan.predicted = prediction_from_json(*predicted, rd, "predicted");
   return plan;
 }
 
 void save_plan(const Plan& plan, const std::string& path) { write_file_atomic(path, plan_to_string(plan)); }
 
 Plan parse_plan(std::string_view text, const std::string& source, const LoadOptions& options) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // Position of the offending character, 1-based.
-    const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    int line = 1, column = 1;
-    for (std::size_t i = 0; i < byte; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string detail = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax error
-    // ..."
-    if (const auto at = detail.find("column"); at != std::string::npos) {
-      if (const auto colon = detail.find(": ", at); colon != std::string::npos)
-        detail = detail.substr(colon + 2);
-    }
-    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
-  }
+  const json j = parse_json(text, source);
   Plan plan = plan_from_json(j, source);
   if (options.validate) {
     ValidateOptions validation = options.validation;
     // The embedded model says how many layers the stages must cover.
     if (validation.model_layers == 0 && !plan.model_yaml.empty())
-      validation.model_layers =
-          static_cast<int>(parse_model(plan.model_yaml, source + ": inputs.model.yaml").layers.size());
+      validation.model_layers = static_cast<int>(embedded_model(plan, source).layers.size());
     require_valid(plan, source, validation);
     if (options.check_deadlock) {
       const DeadlockReport report = check_deadlock(plan);

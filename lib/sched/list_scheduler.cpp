@@ -1,5 +1,7 @@
 #include "sched/list_scheduler.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -7,41 +9,50 @@
 #include <queue>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "core/error.hpp"
+#include "core/random.hpp"
+#include "core/units.hpp"
 
 namespace octo {
 
 std::string_view to_string(WPolicy policy) {
   switch (policy) {
-    case WPolicy::FillIdle: return "fill-idle";
-    case WPolicy::Eager: return "eager";
+    case WPolicy::FillIdle:
+      return "fill-idle";
+    case WPolicy::Eager:
+      return "eager";
   }
   return "?";
 }
 
 std::string_view to_string(FOrder order) {
   switch (order) {
-    case FOrder::OldestFirst: return "oldest-first";
-    case FOrder::DeepestFirst: return "deepest-first";
-    case FOrder::ShallowestFirst: return "shallowest-first";
+    case FOrder::OldestFirst:
+      return "oldest-first";
+    case FOrder::DeepestFirst:
+      return "deepest-first";
+    case FOrder::ShallowestFirst:
+      return "shallowest-first";
   }
   return "?";
 }
 
 std::string_view to_string(BOrder order) {
   switch (order) {
-    case BOrder::OldestFirst: return "oldest-B-first";
-    case BOrder::DeepestFirst: return "deepest-B-first";
+    case BOrder::OldestFirst:
+      return "oldest-B-first";
+    case BOrder::DeepestFirst:
+      return "deepest-B-first";
   }
   return "?";
 }
 
 std::string_view to_string(MemoryMode mode) {
   switch (mode) {
-    case MemoryMode::Reserve: return "reserve";
-    case MemoryMode::Greedy: return "greedy";
+    case MemoryMode::Reserve:
+      return "reserve";
+    case MemoryMode::Greedy:
+      return "greedy";
   }
   return "?";
 }
@@ -63,24 +74,26 @@ void check_problem(const ListScheduleProblem& p, const ListScheduleOptions& o) {
   if (static_cast<int>(p.costs.size()) != S)
     fail("list scheduler: costs for {} stages, but {} stages are placed", p.costs.size(), S);
   if (!p.transfer_ms.empty() && static_cast<int>(p.transfer_ms.size()) != S - 1)
-    fail("list scheduler: {} transfer times for {} stages (expected {}, one per boundary)", p.transfer_ms.size(), S,
-         S - 1);
+    fail("list scheduler: {} transfer times for {} stages (expected {}, one per boundary)",
+         p.transfer_ms.size(), S, S - 1);
   if (!p.recompute.empty() && static_cast<int>(p.recompute.size()) != S)
     fail("list scheduler: {} recompute flags for {} stages (expected one per stage)", p.recompute.size(), S);
   if (!o.activation_cap.empty() && static_cast<int>(o.activation_cap.size()) != p.devices)
-    fail("list scheduler: {} activation caps for {} devices (expected one per device)", o.activation_cap.size(),
-         p.devices);
+    fail("list scheduler: {} activation caps for {} devices (expected one per device)",
+         o.activation_cap.size(), p.devices);
   if (o.max_inflight < 0) fail("list scheduler: max_inflight {} (expected >= 0)", o.max_inflight);
   if (!(o.hold >= 0)) fail("list scheduler: hold {} (expected >= 0)", o.hold);
   for (int s = 0; s < S; ++s) {
     const int d = p.stage_device[static_cast<std::size_t>(s)];
-    if (d < 0 || d >= p.devices) fail("list scheduler: stage {} on device {} (expected 0..{})", s, d, p.devices - 1);
+    if (d < 0 || d >= p.devices)
+      fail("list scheduler: stage {} on device {} (expected 0..{})", s, d, p.devices - 1);
     const StageCost& c = p.costs[static_cast<std::size_t>(s)];
     for (double t : {c.f_ms, c.b_ms, c.w_ms, c.r_ms})
-      if (!(t >= 0) || !std::isfinite(t)) fail("list scheduler: stage {} has a negative or non-finite op time", s);
+      if (!(t >= 0) || !std::isfinite(t))
+        fail("list scheduler: stage {} has a negative or non-finite op time", s);
     if (c.act_bytes < 0 || c.wgrad_bytes < 0 || c.in_bytes < 0 || c.wgrad_bytes > c.act_bytes)
-      fail("list scheduler: stage {} has inconsistent activation bytes (act {}, wgrad {}, input {})", s, c.act_bytes,
-           c.wgrad_bytes, c.in_bytes);
+      fail("list scheduler: stage {} has inconsistent activation bytes (act {}, wgrad {}, input {})", s,
+           c.act_bytes, c.wgrad_bytes, c.in_bytes);
   }
   for (std::size_t b = 0; b < p.transfer_ms.size(); ++b)
     if (!(p.transfer_ms[b] >= 0) || !std::isfinite(p.transfer_ms[b]))
@@ -117,8 +130,10 @@ class Run {
       while (!events_.empty() && events_.top().time <= now) {
         const Event e = events_.top();
         events_.pop();
-        if (e.complete) complete(e.op, now);
-        else make_ready(e.op);
+        if (e.complete)
+          complete(e.op, now);
+        else
+          make_ready(e.op);
       }
     }
     if (done_ != total_) {
@@ -150,7 +165,9 @@ class Run {
   [[nodiscard]] int mb_of(std::int32_t op) const { return (op / kKinds) % M_; }
   [[nodiscard]] static int kind_of(std::int32_t op) { return op % kKinds; }
   [[nodiscard]] int dev(int s) const { return p_.stage_device[static_cast<std::size_t>(s)]; }
-  [[nodiscard]] bool rc(int s) const { return !p_.recompute.empty() && p_.recompute[static_cast<std::size_t>(s)]; }
+  [[nodiscard]] bool rc(int s) const {
+    return !p_.recompute.empty() && p_.recompute[static_cast<std::size_t>(s)];
+  }
   [[nodiscard]] const StageCost& cost(int s) const { return p_.costs[static_cast<std::size_t>(s)]; }
   [[nodiscard]] double transfer(int s) const {  // boundary s | s+1
     return p_.transfer_ms.empty() ? 0.0 : p_.transfer_ms[static_cast<std::size_t>(s)];
@@ -159,9 +176,12 @@ class Run {
   [[nodiscard]] std::int64_t f_key(int s, int m) const {
     const std::int64_t S = S_;
     switch (o_.f_order) {
-      case FOrder::OldestFirst: return static_cast<std::int64_t>(m) * S + (S - 1 - s);
-      case FOrder::DeepestFirst: return static_cast<std::int64_t>(S - 1 - s) * M_ + m;
-      case FOrder::ShallowestFirst: return static_cast<std::int64_t>(s) * M_ + m;
+      case FOrder::OldestFirst:
+        return static_cast<std::int64_t>(m) * S + (S - 1 - s);
+      case FOrder::DeepestFirst:
+        return static_cast<std::int64_t>(S - 1 - s) * M_ + m;
+      case FOrder::ShallowestFirst:
+        return static_cast<std::int64_t>(s) * M_ + m;
     }
     return 0;
   }
@@ -171,10 +191,7 @@ class Run {
   /// differ by less than about `jitter` may swap.
   [[nodiscard]] std::int64_t jittered(std::int64_t key, std::int32_t op) const {
     if (o_.jitter <= 0) return key;
-    std::uint64_t z = o_.jitter_seed + 0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(op) + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+    const std::uint64_t z = splitmix64(o_.jitter_seed + kSplitMixGamma * static_cast<std::uint64_t>(op));
     return key * 16 + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(16 * o_.jitter + 1));
   }
 
@@ -187,7 +204,9 @@ class Run {
     for (const std::int32_t op : log_) {
       const int s = stage_of(op), m = mb_of(op), k = kind_of(op), d = dev(s);
       double t = free[static_cast<std::size_t>(d)];
-      auto after = [&](std::int32_t dep, double delay) { t = std::max(t, end_[static_cast<std::size_t>(dep)] + delay); };
+      auto after = [&](std::int32_t dep, double delay) {
+        t = std::max(t, end_[static_cast<std::size_t>(dep)] + delay);
+      };
       switch (k) {
         case kF:
           if (s > 0) after(id(s - 1, m, kF), dev(s - 1) != d ? transfer(s - 1) : 0.0);
@@ -197,9 +216,14 @@ class Run {
           if (s + 1 < S_) after(id(s + 1, m, kB), dev(s + 1) != d ? transfer(s) : 0.0);
           if (rc(s)) after(id(s, m, kR), 0.0);
           break;
-        case kW: after(id(s, m, kB), 0.0); break;
-        case kR: after(id(s, m, kF), 0.0); break;
-        default: break;
+        case kW:
+          after(id(s, m, kB), 0.0);
+          break;
+        case kR:
+          after(id(s, m, kF), 0.0);
+          break;
+        default:
+          break;
       }
       const double e = t + duration(s, k);
       end_[static_cast<std::size_t>(op)] = e;
@@ -235,14 +259,17 @@ class Run {
     headroom_.assign(static_cast<std::size_t>(D_), 0);
     cap_.assign(static_cast<std::size_t>(D_), kUnlimited);
     if (!o_.activation_cap.empty())
-      for (int d = 0; d < D_; ++d) cap_[static_cast<std::size_t>(d)] = o_.activation_cap[static_cast<std::size_t>(d)];
+      for (int d = 0; d < D_; ++d)
+        cap_[static_cast<std::size_t>(d)] = o_.activation_cap[static_cast<std::size_t>(d)];
     result_.programs.assign(static_cast<std::size_t>(D_), {});
 
     total_ = 0;
     for (int s = 0; s < S_; ++s) {
       const int d = dev(s);
       need_[static_cast<std::size_t>(d)] += alloc_f(cost(s), rc(s));
-      if (rc(s)) headroom_[static_cast<std::size_t>(d)] = std::max(headroom_[static_cast<std::size_t>(d)], cost(s).act_bytes);
+      if (rc(s))
+        headroom_[static_cast<std::size_t>(d)] =
+            std::max(headroom_[static_cast<std::size_t>(d)], cost(s).act_bytes);
       for (int m = 0; m < M_; ++m) {
         deps_[static_cast<std::size_t>(id(s, m, kF))] = s > 0 ? 1 : 0;
         deps_[static_cast<std::size_t>(id(s, m, kB))] = 1 + (s + 1 < S_ ? 1 : 0) + (rc(s) ? 1 : 0);
@@ -254,38 +281,50 @@ class Run {
     for (int d = 0; d < D_; ++d) {
       const auto i = static_cast<std::size_t>(d);
       if (cap_[i] < 0) {
-        result_.infeasible = fmt::format("device {}: the static memory alone exceeds the memory limit by {:.2f} GiB",
-                                         d, static_cast<double>(-cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+        result_.infeasible =
+            fmt::format("device {}: the static memory alone exceeds the memory limit by {:.2f} GiB", d,
+                        to_gib(static_cast<double>(-cap_[i])));
         return;
       }
       if (need_[i] + headroom_[i] > cap_[i]) {
         result_.infeasible = fmt::format(
-            "device {}: one micro-batch needs {:.2f} GiB of activations{} but only {:.2f} GiB are left under the "
+            "device {}: one micro-batch needs {:.2f} GiB of activations{} but only {:.2f} GiB are left under "
+            "the "
             "memory limit",
-            d, static_cast<double>(need_[i] + headroom_[i]) / (1024.0 * 1024.0 * 1024.0),
-            headroom_[i] > 0 ? " (with recompute headroom)" : "", static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+            d, to_gib(static_cast<double>(need_[i] + headroom_[i])),
+            headroom_[i] > 0 ? " (with recompute headroom)" : "", to_gib(static_cast<double>(cap_[i])));
         return;
       }
     }
   }
 
-  void push_event(double time, std::int32_t op, bool complete) { events_.push(Event{time, seq_++, op, complete}); }
+  void push_event(double time, std::int32_t op, bool complete) {
+    events_.push(Event{time, seq_++, op, complete});
+  }
 
   /// All dependencies of `op` are met: it can start at ready_at_ (now, or when its tensor arrives).
   void make_ready(std::int32_t op) {
     const int s = stage_of(op), m = mb_of(op), d = dev(s);
     const auto di = static_cast<std::size_t>(d);
     switch (kind_of(op)) {
-      case kF: f_heap_[di].emplace(jittered(f_key(s, m), op), op); break;
-      case kB:
-        b_heap_[di].emplace(jittered(o_.b_order == BOrder::OldestFirst ? mb_key(s, m)
-                                                                       : static_cast<std::int64_t>(S_ - 1 - s) * M_ + m,
-                                     op),
-                            op);
+      case kF:
+        f_heap_[di].emplace(jittered(f_key(s, m), op), op);
         break;
-      case kW: w_heap_[di].emplace(mb_key(s, m), op); break;
-      case kR: r_heap_[di].emplace(mb_key(s, m), op); break;
-      default: break;
+      case kB:
+        b_heap_[di].emplace(
+            jittered(o_.b_order == BOrder::OldestFirst ? mb_key(s, m)
+                                                       : static_cast<std::int64_t>(S_ - 1 - s) * M_ + m,
+                     op),
+            op);
+        break;
+      case kW:
+        w_heap_[di].emplace(mb_key(s, m), op);
+        break;
+      case kR:
+        r_heap_[di].emplace(mb_key(s, m), op);
+        break;
+      default:
+        break;
     }
   }
 
@@ -293,18 +332,25 @@ class Run {
     auto& r = ready_at_[static_cast<std::size_t>(op)];
     r = std::max(r, at);
     if (--deps_[static_cast<std::size_t>(op)] > 0) return;
-    if (r <= now) make_ready(op);
-    else push_event(r, op, false);
+    if (r <= now)
+      make_ready(op);
+    else
+      push_event(r, op, false);
   }
 
   [[nodiscard]] double duration(int s, int k) const {
     const StageCost& c = cost(s);
     switch (k) {
-      case kF: return p_.op_overhead_ms + c.f_ms;
-      case kB: return p_.op_overhead_ms + c.b_ms + (split_ ? 0.0 : c.w_ms);
-      case kW: return p_.op_overhead_ms + c.w_ms;
-      case kR: return p_.op_overhead_ms + c.r_ms;
-      default: return 0;
+      case kF:
+        return p_.op_overhead_ms + c.f_ms;
+      case kB:
+        return p_.op_overhead_ms + c.b_ms + (split_ ? 0.0 : c.w_ms);
+      case kW:
+        return p_.op_overhead_ms + c.w_ms;
+      case kR:
+        return p_.op_overhead_ms + c.r_ms;
+      default:
+        return 0;
     }
   }
 
@@ -329,7 +375,8 @@ class Run {
         if (s == 0) {  // admission of micro-batch m: reserve its activations on every device
           ++admitted_;
           ++inflight_;
-          for (int e = 0; e < D_; ++e) reserved_[static_cast<std::size_t>(e)] += need_[static_cast<std::size_t>(e)];
+          for (int e = 0; e < D_; ++e)
+            reserved_[static_cast<std::size_t>(e)] += need_[static_cast<std::size_t>(e)];
         }
         reserved_[di] -= alloc_f(c, rc(s));
         allocate(d, alloc_f(c, rc(s)));
@@ -345,7 +392,8 @@ class Run {
         if (s > 0 && o_.hold > 0 && dev(s - 1) != d)
           expected_b_[static_cast<std::size_t>(dev(s - 1))].push(now + duration(s, kB) + transfer(s - 1));
         break;
-      default: break;
+      default:
+        break;
     }
     push_event(now + duration(s, k), op, true);
   }
@@ -362,7 +410,9 @@ class Run {
         satisfy(id(s, m, kB), now, now);
         if (rc(s)) satisfy(id(s, m, kR), now, now);
         break;
-      case kR: satisfy(id(s, m, kB), now, now); break;
+      case kR:
+        satisfy(id(s, m, kB), now, now);
+        break;
       case kB: {
         const std::int64_t kept = rc(s) ? c.in_bytes : 0;
         if (rc(s)) --open_r_[di];
@@ -373,15 +423,18 @@ class Run {
         } else {
           live_[di] -= c.act_bytes + kept;
         }
-        if (s > 0) satisfy(id(s - 1, m, kB), now + (dev(s - 1) != d ? transfer(s - 1) : 0.0), now);
-        else --inflight_;
+        if (s > 0)
+          satisfy(id(s - 1, m, kB), now + (dev(s - 1) != d ? transfer(s - 1) : 0.0), now);
+        else
+          --inflight_;
         break;
       }
       case kW:
         live_[di] -= c.wgrad_bytes;
         pending_w_[di] -= c.wgrad_bytes;
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -468,12 +521,13 @@ class Run {
       if (f_heap_[i].empty() && !(dev(0) == d && admitted_ < M_)) continue;
       if (!why.empty()) why += "; ";
       why += fmt::format("device {} holds {:.2f} GiB of activations (cap {:.2f} GiB)", d,
-                         static_cast<double>(live_[i]) / (1024.0 * 1024.0 * 1024.0),
-                         cap_[i] >= kUnlimited ? -1.0 : static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+                         to_gib(static_cast<double>(live_[i])),
+                         cap_[i] >= kUnlimited ? -1.0 : to_gib(static_cast<double>(cap_[i])));
     }
-    return fmt::format("memory deadlock after {} of {} ops: no device can start its next F under the activation cap "
-                       "({}); lower the admission (max in-flight) or use MemoryMode::Reserve",
-                       done_, total_, why.empty() ? "no ready op" : why);
+    return fmt::format(
+        "memory deadlock after {} of {} ops: no device can start its next F under the activation cap "
+        "({}); lower the admission (max in-flight) or use MemoryMode::Reserve",
+        done_, total_, why.empty() ? "no ready op" : why);
   }
 
   const ListScheduleProblem& p_;
