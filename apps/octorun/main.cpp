@@ -1,5 +1,6 @@
 // octorun: runs a plan on this rank (launched with mpirun / srun). Parsing and MPI set-up only;
-// the job itself is octo::exec::train, subcommands (command.hpp) live in cmd_*.cpp.
+// the job itself is octo::exec::train, subcommands (command.hpp) live in cmd_*.cpp. Exit codes are
+// chosen here (core/exit_code.hpp, the README's "Errors" section), from the kind of error.
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "exec/mpi_comm.hpp"
@@ -49,15 +51,18 @@ int main(int argc, char** argv) {
     return octo::cuda::make_transport(world, device);
   };
 #endif
+  namespace cli = octo::cli;
   app.add_option("plan", o.plan_path, "Plan file written by octoplan");
   app.add_option("--backend", o.backend, "Compute backend")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  app.add_option("--steps", o.steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", o.steps, "Training steps")->check(cli::integer(1))->capture_default_str();
   app.add_option("--data", o.data_path,
                  "Training text (byte-level tokens; default profiles/data/tiny-corpus.txt)");
-  app.add_option("--seed", o.seed, "Parameter initialization seed")->capture_default_str();
-  app.add_option("--lr", o.lr, "AdamW learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--seed", o.seed, "Parameter initialization seed")
+      ->check(cli::seed())
+      ->capture_default_str();
+  app.add_option("--lr", o.lr, "AdamW learning rate")->check(cli::number(0))->capture_default_str();
   app.add_option("--report", o.report_path,
                  "Write the measured figures (iteration time, busy/idle per rank, bubble, tokens/s, peak "
                  "activation memory) beside the plan's predicted ones as JSON");
@@ -67,15 +72,17 @@ int main(int argc, char** argv) {
       "--check", o.check,
       "After the first step, compare every gradient with a sequential single-process run; exit 1 when "
       "the largest relative difference exceeds the tolerance");
-  app.add_option("--tolerance", o.check_tolerance, "Tolerance of --check")->capture_default_str();
+  app.add_option("--tolerance", o.check_tolerance, "Tolerance of --check")
+      ->check(cli::number(0))
+      ->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "Seconds any transfer or collective may wait before the job fails")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::number(0))
       ->capture_default_str();
   app.add_option("--warmup", o.warmup_steps, "Steps left out of the measured medians")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::integer(0))
       ->capture_default_str();
   app.add_option("--print-every", o.print_every, "Print the loss every N steps")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::integer(1))
       ->capture_default_str();
   auto& commands = octorun::registry();
   std::stable_sort(commands.begin(), commands.end(),
@@ -98,10 +105,9 @@ int main(int argc, char** argv) {
     if (const char* fault = std::getenv("OCTO_EXEC_FAULT"); fault && *fault)
       o.fault = octo::exec::FaultInjection::parse(fault);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return cli::parse_error_exit(app, e, "octorun");
   } catch (const octo::Error& e) {
-    fmt::print(stderr, "octorun: error: {}\n", e.what());
-    return 2;
+    return cli::error_exit(octo::UsageError(e.what()), "octorun");
   }
 
   std::unique_ptr<octo::exec::MpiSession> session;
@@ -110,22 +116,25 @@ int main(int argc, char** argv) {
     session = std::make_unique<octo::exec::MpiSession>(&argc, &argv);
     world = session->world();
   } catch (const std::exception& e) {
-    fmt::print(stderr, "octorun: error: {}\n", e.what());
-    return 2;
+    return cli::error_exit(octo::Error(e.what(), octo::ErrorKind::Runtime), "octorun");
   }
   try {
     if (chosen) return chosen(*world);
     const octo::exec::TrainResult result = octo::exec::train(*world, o);
-    if (!result.error.empty()) fmt::print(stderr, "octorun: error: {}\n", result.error);
     std::fflush(stdout);
-    std::fflush(stderr);
-    return result.exit_code;
+    if (result.setup_failure) {
+      // Every rank returns the same code; the lowest failing rank alone prints the message.
+      if (!result.error.empty()) fmt::print(stderr, "octorun: error: {}\n", result.error);
+      std::fflush(stderr);
+      return octo::code(octo::exit_code_of(*result.setup_failure));
+    }
+    return octo::code(result.check_failed(o.check_tolerance) ? octo::ExitCode::Invalid : octo::ExitCode::Ok);
   } catch (const std::exception& e) {
     // A failure while the job runs: other ranks may be blocked on this one, so end them all.
     fmt::print(stderr, "octorun: {}\n", e.what());
     std::fflush(stdout);
     std::fflush(stderr);
-    world->abort(1);
-    return 1;
+    world->abort(octo::code(octo::ExitCode::RunFailed));
+    return octo::code(octo::ExitCode::RunFailed);
   }
 }
