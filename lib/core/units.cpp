@@ -11,4 +11,11 @@ std::string human_count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
+std::string human_bytes(double bytes) {
+  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", to_gib(bytes));
+  if (bytes >= kMiB) return fmt::format("{:.1f} MiB", to_mib(bytes));
+  if (bytes >= kKiB) return fmt::format("{:.1f} KiB", to_kib(bytes));
+  return fmt::format("{:.0f} B", bytes);
+}
+
 }  // namespace octo

@@ -30,6 +30,9 @@ inline constexpr double kMsPerS = 1000.0;
 /// "8.10B", "458.0K", "5.5M", "12": a count (parameters, tokens) for tables and headers.
 [[nodiscard]] std::string human_count(double n);
 
+/// "12.3 GiB", "5.2 MiB", "3.0 KiB", "512 B": a size for messages.
+[[nodiscard]] std::string human_bytes(double bytes);
+
 /// An interval in milliseconds (simulated timelines).
 struct SpanMs {
   double start_ms = 0;

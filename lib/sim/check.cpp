@@ -138,13 +138,12 @@ bool over_limit(const DeviceMetrics& m) {
 }  // namespace
 
 std::string memory_problem(int device, const DeviceMetrics& m) {
+  const auto size = [](std::int64_t bytes) { return human_bytes(static_cast<double>(bytes)); };
   return fmt::format(
-      "device {}: peak memory {:.2f} GiB exceeds the limit of {:.2f} GiB (static {:.2f} GiB + activations "
-      "{:.2f} "
-      "GiB; at most {} (stage, micro-batch) activation sets alive at once)",
-      device, to_gib(static_cast<double>(m.peak_memory_bytes)),
-      to_gib(static_cast<double>(m.memory_limit_bytes)), to_gib(static_cast<double>(m.static_bytes)),
-      to_gib(static_cast<double>(m.peak_activation_bytes)), m.peak_live_microbatches);
+      "device {}: peak memory {} exceeds the limit of {} (static {} + activations {}; at most {} (stage, "
+      "micro-batch) activation sets alive at once)",
+      device, size(m.peak_memory_bytes), size(m.memory_limit_bytes), size(m.static_bytes),
+      size(m.peak_activation_bytes), m.peak_live_microbatches);
 }
 
 CheckResult check_plan(const Plan& plan, const std::string& source, const CheckOptions& options) {

@@ -80,7 +80,7 @@ struct CheckedPlan {
                                      const ValidateOptions& validation = {});
 
 /// "device 0: peak memory 5.2 GiB exceeds the limit of 4.0 GiB (static 3.1 GiB + activations
-/// 2.1 GiB; at most 29 (stage, micro-batch) activation sets alive at once)".
+/// 2.1 GiB; at most 29 (stage, micro-batch) activation sets alive at once)" (core's human_bytes).
 [[nodiscard]] std::string memory_problem(int device, const DeviceMetrics& m);
 
 }  // namespace octo

@@ -36,8 +36,6 @@ PlannerInputs reestimated(PlannerInputs in) {
   return in;
 }
 
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", to_gib(bytes)); }
-
 }  // namespace
 
 std::string FitAdvice::message() const {
@@ -66,10 +64,10 @@ FitAdvice advise_fit(const PlannerInputs& inputs, const Plan& plan, bool costs_f
       advice.reason = fmt::format(
           "the plan does not fit the device memory: device {} needs {} (static {} for weights, gradients and "
           "optimizer state + activations {}), over its limit of {}",
-          worst->device, gib(static_cast<double>(worst->peak_memory_bytes)),
-          gib(static_cast<double>(worst->static_bytes)),
-          gib(static_cast<double>(worst->peak_activation_bytes)),
-          gib(static_cast<double>(worst->memory_limit_bytes)));
+          worst->device, human_bytes(static_cast<double>(worst->peak_memory_bytes)),
+          human_bytes(static_cast<double>(worst->static_bytes)),
+          human_bytes(static_cast<double>(worst->peak_activation_bytes)),
+          human_bytes(static_cast<double>(worst->memory_limit_bytes)));
   }
   if (advice.reason.empty()) advice.reason = "the plan does not fit the device memory";
 

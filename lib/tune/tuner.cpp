@@ -774,13 +774,6 @@ class Search {
 
 /// Σ params × bytes per parameter over the model: no partition can put less than this / p on its
 /// busiest device.
-/// "12.3 GiB", or MiB / KiB for small sizes.
-std::string human_bytes(double bytes) {
-  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", to_gib(bytes));
-  if (bytes >= kMiB) return fmt::format("{:.1f} MiB", to_mib(bytes));
-  return fmt::format("{:.1f} KiB", to_kib(bytes));
-}
-
 double total_static_bytes(const PlannerInputs& in) {
   double params = 0;
   for (const LayerCost& l : in.costs.layers) params += static_cast<double>(l.params);

@@ -49,10 +49,10 @@ TEST_CASE("fit advice: the smallest pipeline size, by the closed form", "[tune][
   CHECK(plan.predicted->devices[0].peak_memory_bytes == 285286400);
 
   const FitAdvice advice = advise_fit(in, plan, true);
+  // 285286400 B = 272.1 MiB = static 16 x 14160384 (216.1 MiB) + activations 16 x 2 x 1835008 (56.0 MiB).
   CHECK(advice.reason ==
-        "the plan does not fit the device memory: device 0 needs 0.27 GiB (static 0.21 GiB for weights, "
-        "gradients "
-        "and optimizer state + activations 0.05 GiB), over its limit of 0.18 GiB");
+        "the plan does not fit the device memory: device 0 needs 272.1 MiB (static 216.1 MiB for weights, "
+        "gradients and optimizer state + activations 56.0 MiB), over its limit of 180.0 MiB");
   // Recompute cannot help: the static memory of two devices alone exceeds the limit.
   REQUIRE(advice.changes.size() == 2);
   CHECK(advice.changes[0] == "--pp 4");
