@@ -17,6 +17,7 @@ namespace {
 
 using nlohmann::json;
 
+/// The plan format's reader (located JSON errors, core/json_reader.hpp).
 using Reader = JsonReader;
 
 OpKind parse_kind(const Reader& rd, const json& j, const std::string& path) {
@@ -55,16 +56,6 @@ Op parse_op(const Reader& rd, const json& j, const std::string& path) {
   return op;
 }
 
-void parse_input(const Reader& rd, const json& inputs, std::string_view key, std::string& source,
-                 std::string& yaml) {
-  const json* j = rd.optional(inputs, key);
-  if (!j) return;
-  const std::string path = Reader::join("inputs", key);
-  rd.object(*j, path, {"source", "yaml"});
-  if (const json* s = rd.optional(*j, "source")) source = rd.string(*s, Reader::join(path, "source"));
-  if (const json* y = rd.optional(*j, "yaml")) yaml = rd.string(*y, Reader::join(path, "yaml"));
-}
-
 json op_json(const Op& op) {
   json j = {{"op", to_string(op.kind)}, {"stage", op.stage}, {"mb", op.mb}};
   if (is_comm(op.kind)) {
@@ -88,6 +79,27 @@ std::string nest(const std::string& text, int indent) {
 
 }  // namespace
 
+json inputs_to_json(const Plan& plan) {
+  return {{"model", {{"source", plan.model_source}, {"yaml", plan.model_yaml}}},
+          {"cluster", {{"source", plan.cluster_source}, {"yaml", plan.cluster_yaml}}},
+          {"costs", {{"source", plan.costs_source}, {"yaml", plan.costs_yaml}}}};
+}
+
+void inputs_from_json(const JsonReader& rd, const json& inputs, const std::string& path, Plan& plan) {
+  rd.object(inputs, path, {"model", "cluster", "costs"});
+  const auto read = [&](std::string_view key, std::string& source, std::string& yaml) {
+    const json* j = rd.optional(inputs, key);
+    if (!j) return;
+    const std::string at = JsonReader::join(path, key);
+    rd.object(*j, at, {"source", "yaml"});
+    if (const json* s = rd.optional(*j, "source")) source = rd.string(*s, JsonReader::join(at, "source"));
+    if (const json* y = rd.optional(*j, "yaml")) yaml = rd.string(*y, JsonReader::join(at, "yaml"));
+  };
+  read("model", plan.model_source, plan.model_yaml);
+  read("cluster", plan.cluster_source, plan.cluster_yaml);
+  read("costs", plan.costs_source, plan.costs_yaml);
+}
+
 json to_json(const Plan& plan) {
   json stages = json::array();
   for (const Stage& st : plan.stages)
@@ -103,10 +115,7 @@ json to_json(const Plan& plan) {
       {"schema_version", plan.schema_version},
       {"generator", plan.generator},
       {"method", plan.method},
-      {"inputs",
-       {{"model", {{"source", plan.model_source}, {"yaml", plan.model_yaml}}},
-        {"cluster", {{"source", plan.cluster_source}, {"yaml", plan.cluster_yaml}}},
-        {"costs", {{"source", plan.costs_source}, {"yaml", plan.costs_yaml}}}}},
+      {"inputs", inputs_to_json(plan)},
       {"parallel", {{"devices", plan.devices}, {"tp", plan.tp}, {"dp", plan.dp}}},
       {"microbatches", plan.microbatches},
       {"micro_batch", plan.micro_batch},
@@ -184,12 +193,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
 
   if (const json* g = rd.optional(j, "generator")) plan.generator = rd.string(*g, "generator");
   if (const json* m = rd.optional(j, "method")) plan.method = rd.string(*m, "method");
-  if (const json* inputs = rd.optional(j, "inputs")) {
-    rd.object(*inputs, "inputs", {"model", "cluster", "costs"});
-    parse_input(rd, *inputs, "model", plan.model_source, plan.model_yaml);
-    parse_input(rd, *inputs, "cluster", plan.cluster_source, plan.cluster_yaml);
-    parse_input(rd, *inputs, "costs", plan.costs_source, plan.costs_yaml);
-  }
+  if (const json* inputs = rd.optional(j, "inputs")) inputs_from_json(rd, *inputs, "inputs", plan);
 
   const json& parallel = rd.object(rd.required(j, "", "parallel"), "parallel", {"devices", "tp", "dp"});
   plan.devices =

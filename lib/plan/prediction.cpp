@@ -51,21 +51,23 @@ DevicePrediction device_from_json(const json& j, const JsonReader& rd, const std
 json to_json(const Prediction& p) {
   json devices = json::array();
   for (const DevicePrediction& d : p.devices) devices.push_back(device_json(d));
-  return {{"iteration_time_ms", p.iteration_time_ms},
-          {"bubble_ratio", p.bubble_ratio},
-          {"tokens_per_s", p.tokens_per_s},
-          {"fits_memory", p.fits_memory},
-          {"max_peak_memory_bytes", p.max_peak_memory_bytes},
-          {"ops", p.ops},
-          {"devices", std::move(devices)},
-          {"critical_path", p.critical_path},
-          {"critical_path_length", p.critical_path_length}};
+  json j = {{"iteration_time_ms", p.iteration_time_ms},
+            {"bubble_ratio", p.bubble_ratio},
+            {"tokens_per_s", p.tokens_per_s},
+            {"fits_memory", p.fits_memory},
+            {"max_peak_memory_bytes", p.max_peak_memory_bytes},
+            {"ops", p.ops},
+            {"devices", std::move(devices)},
+            {"critical_path", p.critical_path},
+            {"critical_path_length", p.critical_path_length}};
+  if (p.lower_bound_ms) j["lower_bound_ms"] = *p.lower_bound_ms;
+  return j;
 }
 
 Prediction prediction_from_json(const json& j, const JsonReader& rd, const std::string& path) {
   rd.object(j, path,
             {"iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "max_peak_memory_bytes",
-             "ops", "devices", "critical_path", "critical_path_length"});
+             "ops", "devices", "critical_path", "critical_path_length", "lower_bound_ms"});
   const auto at = [&](const char* key) -> const json& { return rd.required(j, path, key); };
   const auto key = [&](const char* k) { return JsonReader::join(path, k); };
   Prediction p;
@@ -83,6 +85,8 @@ Prediction prediction_from_json(const json& j, const JsonReader& rd, const std::
   for (std::size_t i = 0; i < path_ops.size(); ++i)
     p.critical_path.push_back(rd.string(path_ops[i], JsonReader::index(key("critical_path"), i)));
   p.critical_path_length = rd.integer(at("critical_path_length"), key("critical_path_length"), 0, kMaxInt64);
+  if (const json* lb = rd.optional(j, "lower_bound_ms"))
+    p.lower_bound_ms = rd.number(*lb, key("lower_bound_ms"), 0);
   return p;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,17 +41,21 @@ struct Prediction {
   std::vector<DevicePrediction> devices;
   std::vector<std::string> critical_path;  ///< its first ops, "dev 1: F mb3 s5"
   std::int64_t critical_path_length = 0;   ///< ops on the whole critical path
+  /// A lower bound of the iteration time (ms), when the planner computed one (optional in the
+  /// file: written only when set; the plot shows it and the gap to it).
+  std::optional<double> lower_bound_ms;
   friend bool operator==(const Prediction&, const Prediction&) = default;
 };
 
 /// {"iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "max_peak_memory_bytes",
 /// "ops", "devices": [{"device", "busy_ms", "idle_ms", "comm_ms", "static_bytes",
 /// "peak_activation_bytes", "peak_memory_bytes", "memory_limit_bytes", "peak_live_microbatches"}],
-/// "critical_path", "critical_path_length"} — the plan file's "predicted" section.
+/// "critical_path", "critical_path_length", "lower_bound_ms" (only when set)} — the plan file's
+/// "predicted" section.
 [[nodiscard]] nlohmann::json to_json(const Prediction& prediction);
 
-/// Reads a prediction at `path` (e.g. "predicted"); every key is required, unknown keys are
-/// errors (octo::InputError naming the reader's file and the JSON path).
+/// Reads a prediction at `path` (e.g. "predicted"); every key but lower_bound_ms is required, unknown keys
+/// are errors (octo::InputError naming the reader's file and the JSON path).
 [[nodiscard]] Prediction prediction_from_json(const nlohmann::json& j, const JsonReader& reader,
                                               const std::string& path);
 

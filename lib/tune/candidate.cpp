@@ -1,12 +1,12 @@
 #include "tune/candidate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
-#include "core/embedded.hpp"
 #include "core/error.hpp"
+#include "plan/embed.hpp"
 #include "plan/lower.hpp"
 #include "sim/sim_input.hpp"
 
@@ -15,14 +15,15 @@ namespace octo {
 std::string Candidate::describe() const {
   int rc = 0;
   for (std::uint8_t r : recompute) rc += r ? 1 : 0;
-  std::string text = fmt::format("{} stages, {} {} {} {}", stages(),
-                                 schedule.split_bw ? fmt::format("split B/W {}", to_string(schedule.w_policy))
-                                                   : std::string("fused BW"),
-                                 to_string(schedule.f_order), to_string(schedule.memory),
-                                 schedule.max_inflight > 0 ? fmt::format("max {} in flight", schedule.max_inflight)
-                                                           : std::string("no in-flight limit"));
+  std::string text = fmt::format(
+      "{} stages, {} {} {} {}", stages(),
+      schedule.split_bw ? fmt::format("split B/W {}", to_string(schedule.w_policy)) : std::string("fused BW"),
+      to_string(schedule.f_order), to_string(schedule.memory),
+      schedule.max_inflight > 0 ? fmt::format("max {} in flight", schedule.max_inflight)
+                                : std::string("no in-flight limit"));
   if (schedule.hold > 0) text += fmt::format(", hold {:.2g}", schedule.hold);
-  if (schedule.jitter > 0) text += fmt::format(", priority jitter {} (seed {})", schedule.jitter, schedule.jitter_seed);
+  if (schedule.jitter > 0)
+    text += fmt::format(", priority jitter {} (seed {})", schedule.jitter, schedule.jitter_seed);
   if (schedule.b_order != BOrder::OldestFirst) text += fmt::format(", {}", to_string(schedule.b_order));
   if (cap_scale < 1.0) text += fmt::format(", {:.0f}% memory cap", cap_scale * 100);
   if (rc > 0) text += fmt::format(", recompute {}/{} stages", rc, stages());
@@ -51,8 +52,8 @@ Plan Evaluator::skeleton(const Candidate& c) const {
   plan.micro_batch = inputs_.model.training.micro_batch;
   plan.seq = inputs_.model.seq_len;
   if (c.ends.size() != c.device.size() || (!c.recompute.empty() && c.recompute.size() != c.ends.size()))
-    fail("tuner: internal error: candidate with {} stage ends, {} devices and {} recompute flags", c.ends.size(),
-         c.device.size(), c.recompute.size());
+    fail("tuner: internal error: candidate with {} stage ends, {} devices and {} recompute flags",
+         c.ends.size(), c.device.size(), c.recompute.size());
   plan.stages.resize(c.ends.size());
   int first = 0;
   for (std::size_t s = 0; s < c.ends.size(); ++s) {
@@ -82,7 +83,8 @@ ListScheduleProblem Evaluator::problem(const Candidate& c, const SimInput& in) c
   }
   p.recompute.resize(static_cast<std::size_t>(S));
   for (int s = 0; s < S; ++s)
-    p.recompute[static_cast<std::size_t>(s)] = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)] != 0;
+    p.recompute[static_cast<std::size_t>(s)] =
+        !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)] != 0;
   return p;
 }
 
@@ -147,7 +149,8 @@ Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_ou
     const StageCost& sc = in.stages[static_cast<std::size_t>(s)];
     if (s + 1 < S) lo.boundary_bytes[static_cast<std::size_t>(s)] = sc.out_bytes;
     const double ov = in.op_overhead_ms;
-    lo.durations[static_cast<std::size_t>(s)] = StageDurations{sc.f_ms + ov, sc.b_ms + ov, sc.w_ms + ov, sc.r_ms + ov};
+    lo.durations[static_cast<std::size_t>(s)] =
+        StageDurations{sc.f_ms + ov, sc.b_ms + ov, sc.w_ms + ov, sc.r_ms + ov};
   }
   lower(plan, lo);
   SimOptions so;
@@ -160,7 +163,8 @@ Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_ou
 Evaluation Evaluator::evaluate_plan(const Plan& plan, Simulator& sim) const {
   Evaluation e;
   SimInput in = make_sim_input(plan, inputs_);
-  in.memory_limit_bytes.assign(static_cast<std::size_t>(plan.devices), static_cast<std::int64_t>(std::llround(limit_)));
+  in.memory_limit_bytes.assign(static_cast<std::size_t>(plan.devices),
+                               static_cast<std::int64_t>(std::llround(limit_)));
   SimOptions so;
   so.critical_path = false;
   fill(e, sim.run(plan, in, so));
@@ -168,14 +172,8 @@ Evaluation Evaluator::evaluate_plan(const Plan& plan, Simulator& sim) const {
 }
 
 void Evaluator::complete(Plan& plan, const std::string& method) const {
-  plan.generator = fmt::format("octoplan {}", version());
+  embed_inputs(plan, inputs_);
   plan.method = method;
-  plan.model_yaml = inputs_.model_yaml;
-  plan.cluster_yaml = inputs_.cluster_yaml;
-  plan.costs_yaml = inputs_.costs_yaml;
-  plan.model_source = inputs_.model.source;
-  plan.cluster_source = inputs_.cluster.source;
-  plan.costs_source = inputs_.costs.origin;
 }
 
 }  // namespace octo
