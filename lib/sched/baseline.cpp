@@ -9,6 +9,7 @@
 #include "plan/validate.hpp"
 #include "sched/partition.hpp"
 #include "sched/schedule.hpp"
+#include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 
@@ -127,7 +128,7 @@ Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
 
   const SimInput sim_input = make_sim_input(plan, in);
   const SimResult result = simulate(plan, sim_input);
-  plan.predicted = report_json(result, plan);
+  plan.predicted = predict(result, plan);
   return plan;
 }
 
@@ -143,7 +144,7 @@ Plan build_baseline(const PlannerInputs& inputs, const BaselineOptions& options)
     case RecomputePolicy::Auto: {
       // What a user of the framework does: recompute only when the plan does not fit otherwise.
       Plan plan = build(inputs, options, r, false);
-      if (plan.predicted.value("fits_memory", true)) return plan;
+      if (plan.predicted->fits_memory) return plan;
       return build(inputs, options, r, true);
     }
   }
