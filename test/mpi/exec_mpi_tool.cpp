@@ -21,7 +21,7 @@
 #include "exec/grad_check.hpp"
 #include "exec/mpi_comm.hpp"
 #include "exec/runtime.hpp"
-#include "mpi/random_plan.hpp"
+#include "support/random_plan.hpp"
 #include "nn/cpu_device.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/plan_io.hpp"

@@ -16,7 +16,7 @@
 #include "exec/grad_check.hpp"
 #include "exec/report.hpp"
 #include "exec_testing.hpp"
-#include "mpi/random_plan.hpp"
+#include "support/random_plan.hpp"
 #include "nn/cpu_device.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/validate.hpp"

@@ -150,7 +150,7 @@ TEST_CASE("import-hf: Nemotron-3-Nano, an MoE hybrid with a shared expert") {
                                                    // intermediate_size is given
 }
 
-TEST_CASE("import-hf: moe_latent_size makes the MoE layers latent MoE; null keeps plain MoE") {
+TEST_CASE("import-hf: moe_latent_size makes the MoE layers latent MoE, null keeps plain MoE") {
   const std::string dir = std::string(OCTO_SOURCE_DIR) + "/profiles/hf/";
   const octo::HfImport super = octo::load_hf_config(dir + "nemotron-3-super.config.json");
   const octo::ModelSpec& m = super.model;

@@ -153,7 +153,7 @@ TEST_CASE("baselines refuse what they cannot build, saying why") {
   CHECK_THROWS_MATCHES(parse_partition_kind("even"), Error, MessageContains("uniform or balanced"));
 }
 
-TEST_CASE("recompute: full puts R before every backward; the stage work grows by R") {
+TEST_CASE("recompute: full puts R before every backward, and the stage work grows by R") {
   PlannerInputs in = synthetic(2, 4);
   in.model.training.recompute = RecomputePolicy::Full;
   const Plan plan = build_baseline(in, method("gpipe"));
