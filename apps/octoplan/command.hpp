@@ -2,11 +2,10 @@
 // Subcommand registry of octoplan: each cmd_*.cpp adds one CLI11 subcommand, so adding a
 // command is one new file and no edit here.
 
-#include <functional>
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cost/inputs.hpp"
 

@@ -11,11 +11,11 @@
 namespace octo {
 
 struct LayerCost {
-  std::string label;        ///< layer kind/label, for tables
-  double f_ms = 0;          ///< forward
-  double b_ms = 0;          ///< backward for the input gradient
-  double w_ms = 0;          ///< backward for the weight gradient
-  double r_ms = 0;          ///< recompute (re-running the forward from the saved input)
+  std::string label;                  ///< layer kind/label, for tables
+  double f_ms = 0;                    ///< forward
+  double b_ms = 0;                    ///< backward for the input gradient
+  double w_ms = 0;                    ///< backward for the weight gradient
+  double r_ms = 0;                    ///< recompute (re-running the forward from the saved input)
   std::int64_t activation_bytes = 0;  ///< kept from F until B/W (without recompute)
   std::int64_t wgrad_bytes = 0;       ///< part of activation_bytes still needed by W after B
   std::int64_t output_bytes = 0;      ///< bytes sent to the next layer (gradient back: same size)
@@ -26,11 +26,11 @@ struct LayerCost {
 struct CostProfile {
   enum class Source : std::uint8_t { Estimated, Measured };
   Source source = Source::Estimated;
-  std::string model;     ///< model name the costs are for
-  std::string device;    ///< device name
-  std::string backend;   ///< measured: cpu|cuda
-  std::string date;      ///< measured: ISO date
-  std::string origin;    ///< file path or "<estimated>", for messages
+  std::string model;    ///< model name the costs are for
+  std::string device;   ///< device name
+  std::string backend;  ///< measured: cpu|cuda
+  std::string date;     ///< measured: ISO date
+  std::string origin;   ///< file path or "<estimated>", for messages
   int micro_batch = 1;
   std::int64_t seq = 0;
   int tp = 1;

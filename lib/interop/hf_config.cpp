@@ -12,8 +12,8 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "interop/hf_family.hpp"
 #include "core/json_reader.hpp"
+#include "interop/hf_family.hpp"
 #include "spec/loader.hpp"
 
 namespace octo {

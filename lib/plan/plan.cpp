@@ -6,13 +6,20 @@ namespace octo {
 
 std::string_view to_string(OpKind kind) {
   switch (kind) {
-    case OpKind::F: return "F";
-    case OpKind::B: return "B";
-    case OpKind::W: return "W";
-    case OpKind::BW: return "BW";
-    case OpKind::R: return "R";
-    case OpKind::Send: return "SEND";
-    case OpKind::Recv: return "RECV";
+    case OpKind::F:
+      return "F";
+    case OpKind::B:
+      return "B";
+    case OpKind::W:
+      return "W";
+    case OpKind::BW:
+      return "BW";
+    case OpKind::R:
+      return "R";
+    case OpKind::Send:
+      return "SEND";
+    case OpKind::Recv:
+      return "RECV";
   }
   return "?";
 }

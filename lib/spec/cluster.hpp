@@ -10,7 +10,7 @@ namespace octo {
 struct DeviceKind {
   std::string name;
   double memory_gib = 0;
-  double peak_tflops_bf16 = 0;   ///< dense, per device
+  double peak_tflops_bf16 = 0;  ///< dense, per device
   double peak_tflops_fp32 = 0;
   double memory_bandwidth_gbs = 0;  ///< GB/s (1e9 bytes)
   double efficiency = 0.6;          ///< fraction of peak FLOP/s GEMMs reach (roofline estimate)

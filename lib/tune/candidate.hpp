@@ -15,9 +15,9 @@
 namespace octo {
 
 struct Candidate {
-  std::vector<int> ends;                 ///< stage ends (sched/partition.hpp)
-  std::vector<int> device;               ///< stage → device
-  std::vector<std::uint8_t> recompute;   ///< per stage (0/1)
+  std::vector<int> ends;                ///< stage ends (sched/partition.hpp)
+  std::vector<int> device;              ///< stage → device
+  std::vector<std::uint8_t> recompute;  ///< per stage (0/1)
   /// Scheduler options; activation_cap is filled in from the memory limit at evaluation.
   ListScheduleOptions schedule;
   /// Fraction of each device's free memory (limit − static) given to activations, (0, 1].
@@ -31,14 +31,14 @@ struct Candidate {
 
 /// What the search compares.
 struct Evaluation {
-  bool ok = false;          ///< scheduled and simulated
-  bool pruned = false;      ///< not simulated: its lower bound already reached the bound asked for
-  std::string problem;      ///< why not (infeasible memory, ...)
+  bool ok = false;      ///< scheduled and simulated
+  bool pruned = false;  ///< not simulated: its lower bound already reached the bound asked for
+  std::string problem;  ///< why not (infeasible memory, ...)
   double makespan_ms = 0;
   double bubble_ratio = 0;
   bool fits_memory = false;
   std::int64_t max_peak_memory_bytes = 0;
-  std::vector<double> busy_ms, idle_ms;   ///< per device
+  std::vector<double> busy_ms, idle_ms;  ///< per device
   std::vector<std::int64_t> peak_memory_bytes;
   std::vector<std::int64_t> static_bytes;
 

@@ -2,9 +2,8 @@
 /// What `octoplan plan` and `octoplan compare` print and write with --report: the tuned plan's
 /// stages and devices, and the table of the tuned plan against the ten baselines.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cost/inputs.hpp"
 #include "tune/tuner.hpp"

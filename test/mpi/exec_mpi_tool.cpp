@@ -21,12 +21,12 @@
 #include "exec/grad_check.hpp"
 #include "exec/mpi_comm.hpp"
 #include "exec/runtime.hpp"
-#include "support/random_plan.hpp"
 #include "nn/cpu_device.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/plan_io.hpp"
 #include "plan/validate.hpp"
 #include "spec/loader.hpp"
+#include "support/random_plan.hpp"
 
 namespace {
 

@@ -16,12 +16,12 @@
 #include "exec/grad_check.hpp"
 #include "exec/report.hpp"
 #include "exec_testing.hpp"
-#include "support/random_plan.hpp"
 #include "nn/cpu_device.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/validate.hpp"
 #include "sched/baseline.hpp"
 #include "spec/loader.hpp"
+#include "support/random_plan.hpp"
 
 using namespace octo;
 using namespace octo::exec;

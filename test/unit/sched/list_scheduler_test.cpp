@@ -1,26 +1,26 @@
 // List scheduler: hand-computed timelines on small pipelines, memory caps (reserve vs greedy,
 // infeasible caps), and random placements that must always give valid, deadlock-free programs.
 
+#include "sched/list_scheduler.hpp"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "plan/deadlock.hpp"
 #include "plan/lower.hpp"
 #include "plan/validate.hpp"
-#include "sched/list_scheduler.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
 namespace {
 
 /// Every stage F = B = W = R = 1 ms, `act` bytes of activations of which `wgrad` stay until W.
-ListScheduleProblem unit_problem(int devices, int microbatches, std::vector<int> stage_device, std::int64_t act = 100,
-                                 std::int64_t wgrad = 0) {
+ListScheduleProblem unit_problem(int devices, int microbatches, std::vector<int> stage_device,
+                                 std::int64_t act = 100, std::int64_t wgrad = 0) {
   ListScheduleProblem p;
   p.devices = devices;
   p.microbatches = microbatches;
@@ -166,7 +166,7 @@ TEST_CASE("a cap below one micro-batch is infeasible, not a hang", "[list][memor
   CHECK(list_schedule(unit_problem(2, 4, {0, 1}), o).infeasible.find("static memory") != std::string::npos);
 }
 
-TEST_CASE("greedy admission can deadlock on memory; reserve cannot", "[list][memory]") {
+TEST_CASE("greedy admission can deadlock on memory, reserve cannot", "[list][memory]") {
   // V shape on 2 devices: stages 0 and 3 on device 0. Cap 200 on device 0 holds one micro-batch
   // (stages 0 and 3). Greedy admits mb 1 into stage 0 and then cannot run F of stage 3 for mb 0.
   const ListScheduleProblem p = unit_problem(2, 4, {0, 1, 1, 0});
@@ -269,7 +269,8 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     const int m = 1 + static_cast<int>(rng() % 7);
     // Any map that uses every device, in random order.
     std::vector<int> map(static_cast<std::size_t>(stages));
-    for (int s = 0; s < stages; ++s) map[static_cast<std::size_t>(s)] = s < devices ? s : static_cast<int>(rng() % devices);
+    for (int s = 0; s < stages; ++s)
+      map[static_cast<std::size_t>(s)] = s < devices ? s : static_cast<int>(rng() % devices);
     std::shuffle(map.begin(), map.end(), rng);
     ListScheduleProblem p;
     p.devices = devices;
@@ -303,7 +304,8 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     }
     std::vector<std::int64_t> cap;
     if (rng() % 2) {
-      for (int d = 0; d < devices; ++d) cap.push_back(min_activation_cap(p, d) + static_cast<std::int64_t>(rng() % 300));
+      for (int d = 0; d < devices; ++d)
+        cap.push_back(min_activation_cap(p, d) + static_cast<std::int64_t>(rng() % 300));
       o.activation_cap = cap;
     }
     INFO("trial " << trial);
@@ -321,7 +323,8 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     CHECK(ls.makespan_ms == Approx(ideal.makespan_ms).epsilon(1e-9));
     CHECK(ideal.fits_memory);
     for (int d = 0; d < devices; ++d)
-      CHECK(ideal.devices[static_cast<std::size_t>(d)].peak_activation_bytes == ls.peak_activation_bytes[static_cast<std::size_t>(d)]);
+      CHECK(ideal.devices[static_cast<std::size_t>(d)].peak_activation_bytes ==
+            ls.peak_activation_bytes[static_cast<std::size_t>(d)]);
     LowerOptions lo;
     lo.boundary_bytes.assign(static_cast<std::size_t>(stages - 1), 5);
     lower(plan, lo);
