@@ -23,18 +23,13 @@
 using namespace octo;
 using namespace octo::exec;
 using octo::exec::testing::baseline;
+using octo::exec::testing::corpus;
 using octo::exec::testing::joined_errors;
 using octo::exec::testing::run_ranks;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
-
-const nn::TokenData& corpus() {
-  static const nn::TokenData data =
-      nn::TokenData::load(std::string(OCTO_SOURCE_DIR) + "/profiles/data/tiny-corpus.txt");
-  return data;
-}
 
 /// A fresh folder under the build tree's temporary space, removed by the destructor.
 struct TempDir {

@@ -11,6 +11,7 @@
 
 #include "cost/inputs.hpp"
 #include "exec/thread_comm.hpp"
+#include "nn/data.hpp"
 #include "plan/plan.hpp"
 #include "sched/baseline.hpp"
 
@@ -18,6 +19,13 @@ namespace octo::exec::testing {
 
 inline const std::string kTinyModel = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
 inline const std::string kCpuCluster = std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/cpu-local.yaml";
+
+/// The shipped training text, loaded once per test binary.
+inline const nn::TokenData& corpus() {
+  static const nn::TokenData data =
+      nn::TokenData::load(std::string(OCTO_SOURCE_DIR) + "/profiles/data/tiny-corpus.txt");
+  return data;
+}
 
 /// A baseline plan of `model` (tiny-hybrid by default) with short sequences, so a step takes
 /// milliseconds: `microbatches` micro-batches of one sequence of 16 tokens.

@@ -26,17 +26,12 @@
 using namespace octo;
 using namespace octo::exec;
 using octo::exec::testing::baseline;
+using octo::exec::testing::corpus;
 using octo::exec::testing::joined_errors;
 using octo::exec::testing::run_ranks;
 using namespace std::chrono_literals;
 
 namespace {
-
-const nn::TokenData& corpus() {
-  static const nn::TokenData data =
-      nn::TokenData::load(std::string(OCTO_SOURCE_DIR) + "/profiles/data/tiny-corpus.txt");
-  return data;
-}
 
 struct RankOutcome {
   StepStats stats;
