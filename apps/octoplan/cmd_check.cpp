@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/check.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/simulator.hpp"
 
 namespace octoplan {
@@ -47,9 +48,13 @@ int run(const CheckArgs& a) {
   fmt::print("  memory:                  {}\n", !r.sim          ? "not checked"
                                                 : r.fits_memory ? "fits"
                                                                 : "EXCEEDS THE LIMIT");
+  nlohmann::json predicted = nullptr;
   if (r.sim) {
+    predicted = octo::report_json(*r.sim, plan);
+    octo::add_lower_bounds(predicted, octo::plan_bounds(plan, a.memory_limit_gib));
     fmt::print("  predicted iteration time {:.3f} ms, bubble {:.2f} %\n", r.sim->makespan_ms,
                100.0 * r.sim->bubble_ratio);
+    fmt::print("  {}\n", octo::describe_lower_bounds(predicted));
     fmt::print("\n{:>6}  {:>11}  {:>11}  {:>5}\n", "device", "memory GiB", "limit GiB", "fits");
     for (std::size_t d = 0; d < r.sim->devices.size(); ++d) {
       const octo::DeviceMetrics& m = r.sim->devices[d];
@@ -71,7 +76,7 @@ int run(const CheckArgs& a) {
   report["stages"] = plan.stages.size();
   report["microbatches"] = plan.microbatches;
   report["ops"] = compute + comm;
-  report["predicted"] = r.sim ? octo::report_json(*r.sim, plan) : nlohmann::json(nullptr);
+  report["predicted"] = predicted;
   write_report(a.report, report);
 
   if (r.ok()) {

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "plan/plan_io.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
@@ -36,6 +37,10 @@ int run(const SimulateArgs& a) {
   octo::SimOptions options;
   options.record_timeline = true;
   const octo::SimResult r = octo::simulate(plan, input, options);
+  nlohmann::json report = octo::report_json(r, plan);
+  octo::add_lower_bounds(
+      report,
+      octo::plan_bounds(plan, input, octo::make_sim_input(octo::layer_plan(plan), a.memory_limit_gib)));
   // Build the trace before printing so that a failure leaves no partial output behind.
   std::string trace_text;
   if (!a.trace.empty()) trace_text = octo::trace_json(octo::sim_timeline(plan, r)).dump() + "\n";
@@ -49,6 +54,7 @@ int run(const SimulateArgs& a) {
   fmt::print("bubble          {:.2f} %\n", 100.0 * r.bubble_ratio);
   fmt::print("throughput      {:.0f} tokens/s\n", r.tokens_per_s);
   fmt::print("fits memory     {}\n", r.fits_memory ? "yes" : "NO");
+  fmt::print("{}\n", octo::describe_lower_bounds(report));
   if (plan.predicted.is_object() && plan.predicted.contains("iteration_time_ms")) {
     const double stored = plan.predicted["iteration_time_ms"].get<double>();
     if (std::abs(stored - r.makespan_ms) > 1e-6 * std::max(1.0, std::abs(stored)))
@@ -82,7 +88,6 @@ int run(const SimulateArgs& a) {
     octo::write_file_atomic(a.trace, trace_text);
     fmt::print("\nwrote {} (open in ui.perfetto.dev)\n", a.trace);
   }
-  nlohmann::json report = octo::report_json(r, plan);
   report["command"] = "simulate";
   report["plan"] = a.plan;
   report["method"] = plan.method;

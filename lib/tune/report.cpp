@@ -1,8 +1,8 @@
 #include "tune/report.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace octo {
 namespace {
@@ -39,12 +39,33 @@ nlohmann::json search_json(const TuneResult& r) {
           {"accepted", accepted}};
 }
 
+/// The tuned plan against the lower bounds.
+std::string bound_line(const TuneResult& r) {
+  const LowerBound& any = r.bounds.any_plan;
+  const LowerBound& own = r.bounds.structure;
+  if (any.ms <= 0) return {};
+  return fmt::format(
+      "lower bound {:.1f} ms for any plan ({}), gap {:.1f} %; {:.1f} ms for this partition and placement "
+      "({}), gap "
+      "{:.1f} %\n",
+      any.ms, any.binding, 100 * (r.sim.makespan_ms / any.ms - 1), own.ms, own.binding,
+      100 * (own.ms > 0 ? r.sim.makespan_ms / own.ms - 1 : 0.0));
+}
+
+nlohmann::json bound_json(const TuneResult& r) {
+  nlohmann::json j{{"iteration_time_ms", r.sim.makespan_ms}};
+  add_lower_bounds(j, r.bounds);
+  j.erase("iteration_time_ms");
+  return j;
+}
+
 std::string speedup_line(const TuneResult& r) {
   if (r.best_baseline.empty()) return "No baseline could run.\n";
-  return fmt::format("{} {} ({:.1f} ms{}): octopipe is {:.3f}x {}\n",
-                     r.best_baseline_fits ? "Best baseline that fits:" : "No baseline fits; fastest baseline:",
-                     r.best_baseline, r.best_baseline_ms, r.best_baseline_fits ? "" : ", does not fit",
-                     r.speedup_vs_best_baseline, r.speedup_vs_best_baseline >= 1 ? "as fast" : "slower");
+  return fmt::format(
+      "{} {} ({:.1f} ms{}): octopipe is {:.3f}x {}\n",
+      r.best_baseline_fits ? "Best baseline that fits:" : "No baseline fits; fastest baseline:",
+      r.best_baseline, r.best_baseline_ms, r.best_baseline_fits ? "" : ", does not fit",
+      r.speedup_vs_best_baseline, r.speedup_vs_best_baseline >= 1 ? "as fast" : "slower");
 }
 
 }  // namespace
@@ -65,12 +86,14 @@ std::string stage_labels(const PlannerInputs& in, int first, int end) {
 std::string format_plan_summary(const PlannerInputs& in, const TuneResult& r) {
   const Plan& plan = r.plan;
   std::string out;
-  out += fmt::format("octopipe plan: {} on {} — {} pipeline devices (tp {}, dp {}), {} micro-batches of {} x {} tokens\n",
-                     in.model.name, in.cluster.name, plan.devices, plan.tp, plan.dp, plan.microbatches,
-                     plan.micro_batch, plan.seq);
-  out += fmt::format("search: {} candidates in {:.1f} s ({}), {} improvements; started from {}; result from {}\n",
-                     r.stats.evaluations, r.stats.elapsed_s, r.stats.stopped_by, r.stats.improvements, r.stats.start,
-                     r.stats.origin);
+  out += fmt::format(
+      "octopipe plan: {} on {} — {} pipeline devices (tp {}, dp {}), {} micro-batches of {} x {} tokens\n",
+      in.model.name, in.cluster.name, plan.devices, plan.tp, plan.dp, plan.microbatches, plan.micro_batch,
+      plan.seq);
+  out += fmt::format(
+      "search: {} candidates in {:.1f} s ({}), {} improvements; started from {}; result from {}\n",
+      r.stats.evaluations, r.stats.elapsed_s, r.stats.stopped_by, r.stats.improvements, r.stats.start,
+      r.stats.origin);
   out += fmt::format("schedule: {}\n\n", r.stats.schedule);
 
   out += fmt::format("{:>5}  {:>10}  {:<38} {:>6}  {:>12}  {}\n", "stage", "layers", "labels", "device",
@@ -82,8 +105,8 @@ std::string format_plan_summary(const PlannerInputs& in, const TuneResult& r) {
                        stage_labels(in, st.first_layer, st.end_layer), st.device, stage_work_ms(in, st),
                        st.recompute ? "yes" : "");
   }
-  out += fmt::format("\n{:>6}  {:<18} {:>12}  {:>10}  {:>10}  {:>16}\n", "device", "stages", "work ms/mb", "busy ms",
-                     "idle ms", "peak/limit GiB");
+  out += fmt::format("\n{:>6}  {:<18} {:>12}  {:>10}  {:>10}  {:>16}\n", "device", "stages", "work ms/mb",
+                     "busy ms", "idle ms", "peak/limit GiB");
   for (int d = 0; d < plan.devices; ++d) {
     std::string stages;
     double work = 0;
@@ -95,13 +118,14 @@ std::string format_plan_summary(const PlannerInputs& in, const TuneResult& r) {
     }
     if (stages.size() > 18) stages = stages.substr(0, 15) + "...";
     const DeviceMetrics& dm = r.sim.devices[static_cast<std::size_t>(d)];
-    out += fmt::format("{:>6}  {:<18} {:>12.2f}  {:>10.1f}  {:>10.1f}  {:>16}\n", d, stages, work, dm.busy_ms,
-                       dm.idle_ms,
-                       fmt::format("{} / {}", gib(static_cast<double>(dm.peak_memory_bytes)),
-                                   dm.memory_limit_bytes > 0 ? gib(static_cast<double>(dm.memory_limit_bytes)) : "-"));
+    out += fmt::format(
+        "{:>6}  {:<18} {:>12.2f}  {:>10.1f}  {:>10.1f}  {:>16}\n", d, stages, work, dm.busy_ms, dm.idle_ms,
+        fmt::format("{} / {}", gib(static_cast<double>(dm.peak_memory_bytes)),
+                    dm.memory_limit_bytes > 0 ? gib(static_cast<double>(dm.memory_limit_bytes)) : "-"));
   }
   out += fmt::format("\niteration time {:.1f} ms, bubble {:.1f} %, {:.0f} tokens/s\n", r.sim.makespan_ms,
                      r.sim.bubble_ratio * 100, r.sim.tokens_per_s);
+  out += bound_line(r);
   out += fmt::format("memory: peak {} GiB of {} GiB per device ({})\n",
                      gib(static_cast<double>(r.sim.max_peak_memory_bytes)),
                      in.memory_limit_bytes > 0 ? gib(in.memory_limit_bytes) : std::string("unlimited"),
@@ -160,6 +184,7 @@ nlohmann::json plan_summary_json(const PlannerInputs& in, const TuneResult& r) {
           {"best_baseline_fits", r.best_baseline_fits},
           {"best_baseline_ms", r.best_baseline_ms},
           {"speedup_vs_best_baseline", r.speedup_vs_best_baseline},
+          {"bounds", bound_json(r)},
           {"stages", stages},
           {"device_metrics", devices},
           {"search", search_json(r)}};
@@ -167,20 +192,28 @@ nlohmann::json plan_summary_json(const PlannerInputs& in, const TuneResult& r) {
 
 std::string format_comparison(const PlannerInputs& in, const TuneResult& r) {
   std::string out;
-  out += fmt::format("{} on {}: {} pipeline devices (tp {}, dp {}), {} micro-batches, memory limit {} GiB per device\n",
-                     in.model.name, in.cluster.name, r.plan.devices, r.plan.tp, r.plan.dp, r.plan.microbatches,
-                     in.memory_limit_bytes > 0 ? gib(in.memory_limit_bytes) : std::string("unlimited"));
+  out += fmt::format(
+      "{} on {}: {} pipeline devices (tp {}, dp {}), {} micro-batches, memory limit {} GiB per device\n",
+      in.model.name, in.cluster.name, r.plan.devices, r.plan.tp, r.plan.dp, r.plan.microbatches,
+      in.memory_limit_bytes > 0 ? gib(in.memory_limit_bytes) : std::string("unlimited"));
   if (r.baselines_recompute_to_fit)
-    out += "(baselines that do not fit otherwise recompute every stage, as a framework user would: marked rc, with "
-           "their time without recompute, which does not fit, in brackets)\n";
-  out += fmt::format("\n{:<26} {:>13} {:>8} {:>9} {:>5} {:>12} {:>9}\n", "method", "iteration ms", "bubble",
-                     "peak GiB", "fits", "tokens/s", "speed-up");
+    out +=
+        "(baselines that do not fit otherwise recompute every stage, as a framework user would: marked rc, "
+        "with "
+        "their time without recompute, which does not fit, in brackets)\n";
+  if (r.bounds.any_plan.ms > 0)
+    out += fmt::format("lower bound for any plan: {:.1f} ms ({}); gap = iteration time / bound - 1\n",
+                       r.bounds.any_plan.ms, r.bounds.any_plan.binding);
+  out += fmt::format("\n{:<26} {:>13} {:>8} {:>7} {:>9} {:>5} {:>12} {:>9}\n", "method", "iteration ms",
+                     "bubble", "gap", "peak GiB", "fits", "tokens/s", "speed-up");
   auto row = [&](const MethodSummary& m, bool tuned) {
     const std::string name = m.recompute && !tuned ? m.name + " (rc)" : m.name;
     const std::string speed =
         tuned ? std::string("-") : fmt::format("{:.3f}x", m.iteration_time_ms / r.summary.iteration_time_ms);
-    std::string line = fmt::format("{:<26} {:>13.1f} {:>7.1f}% {:>9} {:>5} {:>12.0f} {:>9}", name, m.iteration_time_ms,
-                                   m.bubble_ratio * 100, gib(static_cast<double>(m.peak_memory_bytes)),
+    const double gap = r.bounds.any_plan.ms > 0 ? m.iteration_time_ms / r.bounds.any_plan.ms - 1 : 0.0;
+    std::string line = fmt::format("{:<26} {:>13.1f} {:>7.1f}% {:>6.1f}% {:>9} {:>5} {:>12.0f} {:>9}", name,
+                                   m.iteration_time_ms, m.bubble_ratio * 100, gap * 100,
+                                   gib(static_cast<double>(m.peak_memory_bytes)),
                                    m.fits_memory ? "yes" : "no", m.tokens_per_s, speed);
     if (m.without_recompute_ms)
       line += fmt::format("  [{:.1f} ms, {} GiB]", *m.without_recompute_ms,
@@ -190,8 +223,10 @@ std::string format_comparison(const PlannerInputs& in, const TuneResult& r) {
   out += row(r.summary, true);
   std::string skipped;
   for (const MethodSummary& m : r.baselines) {
-    if (m.ran) out += row(m, false);
-    else skipped += fmt::format("  {}: {}\n", m.name, m.skipped);
+    if (m.ran)
+      out += row(m, false);
+    else
+      skipped += fmt::format("  {}: {}\n", m.name, m.skipped);
   }
   if (!skipped.empty()) out += "\nskipped:\n" + skipped;
   out += "\n";
@@ -213,6 +248,7 @@ nlohmann::json comparison_json(const PlannerInputs& in, const TuneResult& r) {
                      {"fits_memory", m.fits_memory},
                      {"tokens_per_s", m.tokens_per_s},
                      {"recompute", m.recompute},
+                     {"gap", r.bounds.any_plan.ms > 0 ? m.iteration_time_ms / r.bounds.any_plan.ms - 1 : 0.0},
                      {"speedup", m.iteration_time_ms / r.summary.iteration_time_ms}};
     if (m.without_recompute_ms)
       j["without_recompute"] = {{"iteration_time_ms", *m.without_recompute_ms},
@@ -237,6 +273,7 @@ nlohmann::json comparison_json(const PlannerInputs& in, const TuneResult& r) {
           {"best_baseline_fits", r.best_baseline_fits},
           {"best_baseline_ms", r.best_baseline_ms},
           {"speedup_vs_best_baseline", r.speedup_vs_best_baseline},
+          {"bounds", bound_json(r)},
           {"search", search_json(r)}};
 }
 

@@ -1,5 +1,7 @@
 #include "tune/tuner.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,11 +10,10 @@
 #include <numeric>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "core/error.hpp"
 #include "sched/partition.hpp"
 #include "sim/check.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 #include "tune/candidate.hpp"
 #include "tune/layout.hpp"
@@ -31,6 +32,8 @@ MethodSummary summarize(const std::string& name, const Plan& plan) {
     m.peak_memory_bytes = p.value("max_peak_memory_bytes", std::int64_t{0});
     m.fits_memory = p.value("fits_memory", false);
     m.tokens_per_s = p.value("tokens_per_s", 0.0);
+    m.lower_bound_ms = p.value("lower_bound_ms", 0.0);
+    m.gap = p.value("gap", 0.0);
   }
   for (const Stage& s : plan.stages) m.recompute = m.recompute || s.recompute;
   return m;
@@ -42,7 +45,8 @@ using Clock = std::chrono::steady_clock;
 
 /// Neighbourhoods, for statistics and ordering.
 enum class Move : std::uint8_t { Seed, Partition, Schedule, Recompute, Placement, Structure, Kick };
-constexpr std::string_view kMoveNames[] = {"seed", "partition", "schedule", "recompute", "placement", "structure", "kick"};
+constexpr std::string_view kMoveNames[] = {"seed",      "partition", "schedule", "recompute",
+                                           "placement", "structure", "kick"};
 
 /// Deterministic, platform-independent random numbers (splitmix64).
 class Rng {
@@ -77,7 +81,8 @@ bool improves(const Evaluation& a, const Evaluation& b) {
 /// Every device holds a stage, stages are non-empty and cover the layers.
 bool well_formed(const Candidate& c, int devices, int layers) {
   const int S = c.stages();
-  if (S < 1 || static_cast<int>(c.device.size()) != S || static_cast<int>(c.recompute.size()) != S) return false;
+  if (S < 1 || static_cast<int>(c.device.size()) != S || static_cast<int>(c.recompute.size()) != S)
+    return false;
   if (c.ends.back() != layers) return false;
   std::vector<int> count(static_cast<std::size_t>(devices), 0);
   int prev = 0;
@@ -100,7 +105,12 @@ class Search {
  public:
   Search(const PlannerInputs& inputs, const TuneOptions& options, int pp, int m, WorkerPool& pool,
          Clock::time_point start)
-      : inputs_(inputs), options_(options), pp_(pp), m_(m), pool_(pool), start_(start),
+      : inputs_(inputs),
+        options_(options),
+        pp_(pp),
+        m_(m),
+        pool_(pool),
+        start_(start),
         rng_(options.seed * 0x2545f4914f6cdd1dULL + 1) {
     sims_.resize(static_cast<std::size_t>(pool.threads()));
     work_ = layer_work_ms(inputs.costs);
@@ -123,7 +133,9 @@ class Search {
     if (seeds.empty() || stopped()) return;
     // Local search from the best few distinct structures, then kicks from the best plan.
     const int starts = std::min<int>(6, static_cast<int>(seeds.size()));
-    for (int i = 0; i < starts && !stopped(); ++i) descend(seeds[static_cast<std::size_t>(i)], i == 0 ? "local search" : fmt::format("local search (start {})", i + 1));
+    for (int i = 0; i < starts && !stopped(); ++i)
+      descend(seeds[static_cast<std::size_t>(i)],
+              i == 0 ? "local search" : fmt::format("local search (start {})", i + 1));
     int failed = 0;
     while (!stopped() && failed < kMaxFailedKicks && have_best_) {
       ++stats_.kicks;
@@ -139,23 +151,30 @@ class Search {
       const double before = best_.e.makespan_ms;
       const bool before_fits = best_.e.fits_memory;
       descend(kicked, "kick + local search", Move::Kick);
-      if (best_.e.fits_memory != before_fits || best_.e.makespan_ms < before * (1.0 - 1e-9)) failed = 0;
-      else ++failed;
+      if (best_.e.fits_memory != before_fits || best_.e.makespan_ms < before * (1.0 - 1e-9))
+        failed = 0;
+      else
+        ++failed;
     }
     if (!stopped()) stop("converged");
   }
 
   [[nodiscard]] bool stopped() {
     if (!stopped_by_.empty()) return true;
-    if (options_.max_evaluations > 0 && stats_.evaluations >= options_.max_evaluations) stop("evaluation limit");
-    else if (stats_.work_units >= work_budget()) stop("work budget");
-    else if (elapsed() >= wall_cap()) stop("wall-clock cap");
+    if (options_.max_evaluations > 0 && stats_.evaluations >= options_.max_evaluations)
+      stop("evaluation limit");
+    else if (stats_.work_units >= work_budget())
+      stop("work budget");
+    else if (elapsed() >= wall_cap())
+      stop("wall-clock cap");
     return !stopped_by_.empty();
   }
   [[nodiscard]] const std::string& stopped_by() const { return stopped_by_; }
   void reset_stop() { stopped_by_.clear(); }
 
-  [[nodiscard]] double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  [[nodiscard]] double elapsed() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
 
   /// The search's effort budget: time_budget_s on the reference machine, in op-units.
   [[nodiscard]] double work_budget() const {
@@ -175,7 +194,7 @@ class Search {
     p.evaluations = stats_.evaluations;
     const Evaluation* shown = have_best_ && (!incumbent_.ok || !improves(incumbent_, best_.e)) ? &best_.e
                               : incumbent_.ok                                                  ? &incumbent_
-                                                                                              : nullptr;
+                                                                                               : nullptr;
     if (shown) {
       p.best_iteration_ms = shown->makespan_ms;
       p.best_bubble_ratio = shown->bubble_ratio;
@@ -183,9 +202,10 @@ class Search {
     }
     if (!options_.quiet) {
       if (shown)
-        fmt::print(stderr, "octoplan: [{:6.1f} s] {:<28} best {:>10.1f} ms  bubble {:5.1f}%{}  ({} evaluations)\n", now,
-                   step, p.best_iteration_ms, p.best_bubble_ratio * 100, p.best_fits_memory ? "" : " (does not fit)",
-                   p.evaluations);
+        fmt::print(stderr,
+                   "octoplan: [{:6.1f} s] {:<28} best {:>10.1f} ms  bubble {:5.1f}%{}  ({} evaluations)\n",
+                   now, step, p.best_iteration_ms, p.best_bubble_ratio * 100,
+                   p.best_fits_memory ? "" : " (does not fit)", p.evaluations);
       else
         fmt::print(stderr, "octoplan: [{:6.1f} s] {}\n", now, step);
     }
@@ -209,12 +229,13 @@ class Search {
     std::vector<Evaluation> out(cands.size());
     int n = static_cast<int>(cands.size());
     if (options_.max_evaluations > 0)
-      n = static_cast<int>(std::min<std::int64_t>(n, std::max<std::int64_t>(0, options_.max_evaluations - stats_.evaluations)));
+      n = static_cast<int>(std::min<std::int64_t>(
+          n, std::max<std::int64_t>(0, options_.max_evaluations - stats_.evaluations)));
     const double budget = wall_cap();
     pool_.run(n, [&](int i, int worker) {
       if (elapsed() >= budget) return;
-      out[static_cast<std::size_t>(i)] =
-          ev_->evaluate(cands[static_cast<std::size_t>(i)].c, sims_[static_cast<std::size_t>(worker)], nullptr, bound);
+      out[static_cast<std::size_t>(i)] = ev_->evaluate(
+          cands[static_cast<std::size_t>(i)].c, sims_[static_cast<std::size_t>(worker)], nullptr, bound);
     });
     for (int i = 0; i < n; ++i) {
       const Evaluation& e = out[static_cast<std::size_t>(i)];
@@ -222,8 +243,10 @@ class Search {
       // Work in op-units, a deterministic measure of effort: scheduling costs about one unit per
       // compute op, lowering and simulating about two more.
       const double units = static_cast<double>(ops(cands[static_cast<std::size_t>(i)].c.stages()));
-      if (e.ok) stats_.work_units += 3 * units;
-      else if (e.pruned || !e.problem.empty()) stats_.work_units += units;
+      if (e.ok)
+        stats_.work_units += 3 * units;
+      else if (e.pruned || !e.problem.empty())
+        stats_.work_units += units;
       if (!e.ok && !e.problem.empty()) ++stats_.infeasible;
       if (e.pruned) ++stats_.pruned;
     }
@@ -254,7 +277,8 @@ class Search {
     const int p = pp_;
     // Static bytes and forward time per layer; activation bytes of one micro-batch.
     const double bpp = param_state_bytes(inputs_.model.training.dtype, std::max(inputs_.cluster.dp, 1));
-    std::vector<double> layer_static(static_cast<std::size_t>(layers_)), layer_f(static_cast<std::size_t>(layers_));
+    std::vector<double> layer_static(static_cast<std::size_t>(layers_)),
+        layer_f(static_cast<std::size_t>(layers_));
     double act = 0;
     for (int l = 0; l < layers_; ++l) {
       const LayerCost& lc = inputs_.costs.layers[static_cast<std::size_t>(l)];
@@ -281,7 +305,8 @@ class Search {
         for (; layer < e.st.ends[st]; ++layer) f += layer_f[static_cast<std::size_t>(layer)];
       }
       for (int d = 0; d < p; ++d)
-        e.estimate = std::max(e.estimate, m_ * w[static_cast<std::size_t>(d)] + first[static_cast<std::size_t>(d)]);
+        e.estimate =
+            std::max(e.estimate, m_ * w[static_cast<std::size_t>(d)] + first[static_cast<std::size_t>(d)]);
       if (limit > 0 && one_mb.device_cap > 0) {
         const std::vector<double> st = device_work(layer_static, e.st.ends, e.st.device, p);
         for (double x : st) e.overflow += std::max(0.0, x - one_mb.device_cap);
@@ -301,7 +326,8 @@ class Search {
         entries.push_back(std::move(e));
       };
       std::vector<std::vector<int>> maps;
-      if (k == 1) maps.push_back(place_stages(Placement::Sequential, S, p));
+      if (k == 1)
+        maps.push_back(place_stages(Placement::Sequential, S, p));
       else {
         maps.push_back(wave_placement(S, p));
         maps.push_back(place_stages(Placement::Interleaved, S, p));
@@ -321,7 +347,8 @@ class Search {
           const std::vector<double> stat = device_work(layer_static, plain, map, p);
           for (double room : {1.0, 2.0, 4.0}) {
             StaticLimit sl{layer_static, limit - room * act / p};
-            if (sl.device_cap > 0 && *std::max_element(stat.begin(), stat.end()) > sl.device_cap) caps.push_back(sl);
+            if (sl.device_cap > 0 && *std::max_element(stat.begin(), stat.end()) > sl.device_cap)
+              caps.push_back(sl);
           }
         }
         for (const StaticLimit& c : caps) limits.push_back(&c);
@@ -436,15 +463,15 @@ class Search {
           for (MemoryMode mem : {MemoryMode::Reserve, MemoryMode::Greedy})
             for (int inflight : {0, pp_})
               for (BOrder bo : {BOrder::OldestFirst, BOrder::DeepestFirst}) {
-              Candidate c;
-              c.ends = variants[i].ends;
-              c.device = variants[i].device;
-              c.recompute = variants[i].recompute;
-              c.schedule = preset(split, mem, f);
-              c.schedule.max_inflight = inflight;
-              c.schedule.b_order = bo;
-              b.push_back({std::move(c), Move::Seed});
-            }
+                Candidate c;
+                c.ends = variants[i].ends;
+                c.device = variants[i].device;
+                c.recompute = variants[i].recompute;
+                c.schedule = preset(split, mem, f);
+                c.schedule.max_inflight = inflight;
+                c.schedule.b_order = bo;
+                b.push_back({std::move(c), Move::Seed});
+              }
     }
     const std::vector<Evaluation> eb = evaluate(b);
     std::vector<Scored> all;
@@ -455,7 +482,8 @@ class Search {
       if (eb[i].ok) all.push_back({b[i].c, eb[i]});
     }
     // Best first; one entry per structure (stage map + partition).
-    std::stable_sort(all.begin(), all.end(), [](const Scored& x, const Scored& y) { return improves(x.e, y.e); });
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Scored& x, const Scored& y) { return improves(x.e, y.e); });
     std::vector<Scored> distinct;
     for (Scored& s : all) {
       const bool seen = std::any_of(distinct.begin(), distinct.end(), [&](const Scored& d) {
@@ -500,7 +528,8 @@ class Search {
           extended = true;
           std::vector<Neighbour> wide = neighbours(current, true);
           std::erase_if(wide, [&](const Neighbour& w) {
-            return std::any_of(pool_cands.begin(), pool_cands.end(), [&](const Neighbour& n) { return n.c == w.c; });
+            return std::any_of(pool_cands.begin(), pool_cands.end(),
+                               [&](const Neighbour& n) { return n.c == w.c; });
           });
           pool_cands = std::move(wide);
           begin = 0;
@@ -514,7 +543,6 @@ class Search {
       offer(current, n.move, fmt::format("{}: {}", step, kMoveNames[static_cast<std::size_t>(n.move)]));
     }
   }
-
 
   /// Sample `n` of `v` deterministically (keeps order), when v is larger.
   void sample(std::vector<Neighbour>& v, std::size_t n) {
@@ -547,7 +575,8 @@ class Search {
       for (int b = 0; b + 1 < S; ++b) {
         const int da = c.device[static_cast<std::size_t>(b)], db = c.device[static_cast<std::size_t>(b) + 1];
         if (da == db) continue;
-        const double ia = e.idle_ms[static_cast<std::size_t>(da)], ib = e.idle_ms[static_cast<std::size_t>(db)];
+        const double ia = e.idle_ms[static_cast<std::size_t>(da)],
+                     ib = e.idle_ms[static_cast<std::size_t>(db)];
         // ia < ib: device a is the busier one, its stage b hands its last layers to stage b+1.
         const int dir = ia < ib ? -1 : 1;
         for (int step : {1, 2, 3}) {
@@ -555,7 +584,8 @@ class Search {
           if (extended && step == 1) moves.push_back({-1.0, b, -dir * step});
         }
       }
-      std::stable_sort(moves.begin(), moves.end(), [](const Move1& x, const Move1& y) { return x.gap > y.gap; });
+      std::stable_sort(moves.begin(), moves.end(),
+                       [](const Move1& x, const Move1& y) { return x.gap > y.gap; });
       for (const Move1& mv : moves) {
         Candidate n = c;
         n.ends[static_cast<std::size_t>(mv.boundary)] += mv.delta;
@@ -574,25 +604,26 @@ class Search {
       for (FOrder f : {FOrder::OldestFirst, FOrder::DeepestFirst, FOrder::ShallowestFirst})
         opt([f](Candidate& n) { n.schedule.f_order = f; });
       opt([](Candidate& n) {
-        n.schedule.b_order = n.schedule.b_order == BOrder::OldestFirst ? BOrder::DeepestFirst : BOrder::OldestFirst;
+        n.schedule.b_order =
+            n.schedule.b_order == BOrder::OldestFirst ? BOrder::DeepestFirst : BOrder::OldestFirst;
       });
       opt([](Candidate& n) {
-        n.schedule.memory = n.schedule.memory == MemoryMode::Reserve ? MemoryMode::Greedy : MemoryMode::Reserve;
+        n.schedule.memory =
+            n.schedule.memory == MemoryMode::Reserve ? MemoryMode::Greedy : MemoryMode::Reserve;
       });
       if (c.schedule.split_bw)
         opt([](Candidate& n) {
           n.schedule.w_policy = n.schedule.w_policy == WPolicy::FillIdle ? WPolicy::Eager : WPolicy::FillIdle;
         });
       for (int inflight : {0, pp_ - 1, pp_, pp_ + 1, pp_ + 2, 2 * pp_, 3 * pp_})
-        if (inflight >= 0 && inflight != 1) opt([inflight](Candidate& n) { n.schedule.max_inflight = inflight; });
+        if (inflight >= 0 && inflight != 1)
+          opt([inflight](Candidate& n) { n.schedule.max_inflight = inflight; });
       if (c.schedule.max_inflight > 1) {
         opt([](Candidate& n) { n.schedule.max_inflight -= 1; });
         opt([](Candidate& n) { n.schedule.max_inflight += 1; });
       }
-      for (double scale : {1.0, 0.95, 0.9, 0.8})
-        opt([scale](Candidate& n) { n.cap_scale = scale; });
-      for (double hold : {0.0, 0.25, 0.5, 1.0})
-        opt([hold](Candidate& n) { n.schedule.hold = hold; });
+      for (double scale : {1.0, 0.95, 0.9, 0.8}) opt([scale](Candidate& n) { n.cap_scale = scale; });
+      for (double hold : {0.0, 0.25, 0.5, 1.0}) opt([hold](Candidate& n) { n.schedule.hold = hold; });
       // Randomised priorities, once the plain neighbourhood is exhausted: samples of nearby
       // orders (GRASP).
       if (c.schedule.jitter > 0) opt([](Candidate& n) { n.schedule.jitter = 0; });
@@ -614,7 +645,8 @@ class Search {
       std::vector<Neighbour> rc;
       for (int s = 0; s < S; ++s) {
         const int d = c.device[static_cast<std::size_t>(s)];
-        const bool tight = limit > 0 && static_cast<double>(e.peak_memory_bytes[static_cast<std::size_t>(d)]) >= 0.9 * limit;
+        const bool tight =
+            limit > 0 && static_cast<double>(e.peak_memory_bytes[static_cast<std::size_t>(d)]) >= 0.9 * limit;
         if (c.recompute[static_cast<std::size_t>(s)] || tight || extended) {
           Candidate n = c;
           n.recompute[static_cast<std::size_t>(s)] ^= 1;
@@ -779,6 +811,8 @@ MethodSummary summary_of(const std::string& name, const SimResult& r, const Plan
   m.peak_memory_bytes = r.max_peak_memory_bytes;
   m.fits_memory = r.fits_memory;
   m.tokens_per_s = r.tokens_per_s;
+  m.lower_bound_ms = plan.predicted.value("lower_bound_ms", 0.0);
+  m.gap = plan.predicted.value("gap", 0.0);
   for (const Stage& s : plan.stages) m.recompute = m.recompute || s.recompute;
   return m;
 }
@@ -796,9 +830,11 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   if (p < 1) fail("tuner: {} pipeline devices (expected at least 1)", p);
   if (m < 1) fail("tuner: {} micro-batches (expected at least 1)", m);
   if (layers != static_cast<int>(inputs.model.layers.size()))
-    fail("tuner: the costs have {} layers but model {} has {}", layers, inputs.model.name, inputs.model.layers.size());
-  if (p > layers) fail("tuner: {} pipeline devices but model {} has only {} layers (expected pp <= {})", p,
-                       inputs.model.name, layers, layers);
+    fail("tuner: the costs have {} layers but model {} has {}", layers, inputs.model.name,
+         inputs.model.layers.size());
+  if (p > layers)
+    fail("tuner: {} pipeline devices but model {} has only {} layers (expected pp <= {})", p,
+         inputs.model.name, layers, layers);
 
   TuneResult result;
   result.memory_limit_bytes = inputs.memory_limit_bytes;
@@ -828,7 +864,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     for (std::size_t i = 0; i < result.baseline_runs.size(); ++i) {
       const BaselineRun& r = result.baseline_runs[i];
       if (!r.plan) continue;
-      const bool rc = std::any_of(r.plan->stages.begin(), r.plan->stages.end(), [](const Stage& st) { return st.recompute; });
+      const bool rc = std::any_of(r.plan->stages.begin(), r.plan->stages.end(),
+                                  [](const Stage& st) { return st.recompute; });
       if (rc) {
         again.push_back(r.options);
         where.push_back(i);
@@ -847,7 +884,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
       s.without_recompute_peak_bytes = plain[i]->predicted.value("max_peak_memory_bytes", std::int64_t{0});
       result.baselines.push_back(std::move(s));
       if (!fastest_run || ms(r) < ms(*fastest_run)) fastest_run = &r;
-      if (r.plan->predicted.value("fits_memory", false) && (!best_run || ms(r) < ms(*best_run))) best_run = &r;
+      if (r.plan->predicted.value("fits_memory", false) && (!best_run || ms(r) < ms(*best_run)))
+        best_run = &r;
       continue;
     }
     if (!r.plan) {
@@ -872,10 +910,14 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   //       fastest baseline instead (never more memory than what the plan is compared with).
   double search_limit = limit;
   if (!can_fit) {
-    search_limit = fastest_run ? static_cast<double>(fastest_run->plan->predicted.value("max_peak_memory_bytes", std::int64_t{0})) : 0;
+    search_limit = fastest_run ? static_cast<double>(fastest_run->plan->predicted.value(
+                                     "max_peak_memory_bytes", std::int64_t{0}))
+                               : 0;
     result.memory_note = fmt::format(
-        "no plan can fit {} per device: the static memory (weights, gradients, optimizer state) alone needs at least "
-        "{} per device on {} devices; the search kept every plan within {}, the peak of the fastest baseline {}",
+        "no plan can fit {} per device: the static memory (weights, gradients, optimizer state) alone needs "
+        "at least "
+        "{} per device on {} devices; the search kept every plan within {}, the peak of the fastest baseline "
+        "{}",
         human_bytes(limit), human_bytes(total_static_bytes(inputs) / p), p, human_bytes(search_limit),
         fastest_run ? fastest_run->method : std::string("(none)"));
   }
@@ -888,11 +930,15 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   if (can_fit && limit > 0 && !(search.have_best() && search.best().e.fits_memory) && !best_run) {
     // Nothing fitted although the static memory would: the activations of one micro-batch do
     // not fit even with recompute. Search again under the fastest baseline's peak.
-    search_limit = fastest_run ? static_cast<double>(fastest_run->plan->predicted.value("max_peak_memory_bytes", std::int64_t{0})) : 0;
+    search_limit = fastest_run ? static_cast<double>(fastest_run->plan->predicted.value(
+                                     "max_peak_memory_bytes", std::int64_t{0}))
+                               : 0;
     result.memory_note = fmt::format(
-        "no plan found that fits {} per device, even with recompute; the search kept every plan within {}, the peak "
+        "no plan found that fits {} per device, even with recompute; the search kept every plan within {}, "
+        "the peak "
         "of the fastest baseline {}",
-        human_bytes(limit), human_bytes(search_limit), fastest_run ? fastest_run->method : std::string("(none)"));
+        human_bytes(limit), human_bytes(search_limit),
+        fastest_run ? fastest_run->method : std::string("(none)"));
     evaluator = std::make_unique<Evaluator>(inputs, p, m, search_limit);
     if (incumbent) incumbent_eval = evaluator->evaluate_plan(*incumbent->plan, sim);
     search.reset_stop();
@@ -905,8 +951,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   result.stats.start = incumbent ? incumbent->method : "none";
 
   // 4. The result: the best candidate unless the incumbent baseline is at least as good.
-  const bool use_search = search.have_best() && (!incumbent || improves(search.best().e, incumbent_eval) ||
-                                                 !incumbent_eval.ok);
+  const bool use_search =
+      search.have_best() && (!incumbent || improves(search.best().e, incumbent_eval) || !incumbent_eval.ok);
   if (use_search) {
     Plan plan;
     (void)evaluator->evaluate(search.best().c, sim, &plan);
@@ -919,22 +965,27 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     result.stats.origin = incumbent->method;
     result.stats.schedule = fmt::format("baseline {} (no candidate improved on it)", incumbent->method);
   } else {
-    fail("tuner: no baseline could run and no candidate schedule was feasible for {} on {} devices with {} "
-         "micro-batches",
-         inputs.model.name, p, m);
+    fail(
+        "tuner: no baseline could run and no candidate schedule was feasible for {} on {} devices with {} "
+        "micro-batches",
+        inputs.model.name, p, m);
   }
   evaluator->complete(result.plan, "octopipe");
   SimInput sim_input = make_sim_input(result.plan, inputs);
-  sim_input.memory_limit_bytes.assign(static_cast<std::size_t>(p), static_cast<std::int64_t>(std::llround(search_limit)));
+  sim_input.memory_limit_bytes.assign(static_cast<std::size_t>(p),
+                                      static_cast<std::int64_t>(std::llround(search_limit)));
   const CheckResult check = check_plan(result.plan, sim_input);
   if (!check.structure_ok || !check.deadlock_free)
     fail("tuner: internal error: the tuned plan does not pass the check: {}",
          check.problems.empty() ? std::string("?") : check.problems.front());
   // Metrics against the user's limit (the plan file reports what the user will see).
   SimInput user_input = sim_input;
-  user_input.memory_limit_bytes.assign(static_cast<std::size_t>(p), static_cast<std::int64_t>(std::llround(limit)));
+  user_input.memory_limit_bytes.assign(static_cast<std::size_t>(p),
+                                       static_cast<std::int64_t>(std::llround(limit)));
   result.sim = simulate(result.plan, user_input);
   result.plan.predicted = report_json(result.sim, result.plan);
+  result.bounds = plan_bounds(result.plan, user_input, make_sim_input(layer_plan(result.plan), inputs));
+  add_lower_bounds(result.plan.predicted, result.bounds);
   result.summary = summary_of("octopipe", result.sim, result.plan);
   if (result.best_baseline_ms > 0 && result.sim.makespan_ms > 0)
     result.speedup_vs_best_baseline = result.best_baseline_ms / result.sim.makespan_ms;

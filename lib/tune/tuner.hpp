@@ -29,6 +29,7 @@
 #include "cost/inputs.hpp"
 #include "plan/plan.hpp"
 #include "sched/baseline.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
@@ -36,7 +37,7 @@ namespace octo {
 /// A progress report (once per improvement and at least every second of search).
 struct TuneProgress {
   double elapsed_s = 0;
-  std::string step;           ///< e.g. "baselines", "seeds", "local search: partition"
+  std::string step;  ///< e.g. "baselines", "seeds", "local search: partition"
   int round = 0;
   std::int64_t evaluations = 0;
   double best_iteration_ms = 0;  ///< 0 until something was evaluated
@@ -52,20 +53,20 @@ inline constexpr double kUnitsPerSecondPerThread = 2.5e6;
 inline constexpr double kWallCapFactor = 2.5;
 
 struct TuneOptions {
-  int pp = 0;                      ///< pipeline devices; 0: inputs.pp
-  int microbatches = 0;            ///< 0: inputs.microbatches
-  double memory_limit_bytes = 0;   ///< per device; 0: inputs.memory_limit_bytes
+  int pp = 0;                     ///< pipeline devices; 0: inputs.pp
+  int microbatches = 0;           ///< 0: inputs.microbatches
+  double memory_limit_bytes = 0;  ///< per device; 0: inputs.memory_limit_bytes
   /// Search effort in seconds of the reference machine: a deterministic work budget of
   /// time_budget_s × threads × kUnitsPerSecondPerThread op-units (so the result depends only on
   /// the seed and the thread count), with a hard wall-clock cap of kWallCapFactor × time_budget_s
   /// (baselines included) on slower machines.
   double time_budget_s = 10;
   std::uint64_t seed = 1;
-  int threads = 0;                 ///< 0: std::thread::hardware_concurrency()
+  int threads = 0;  ///< 0: std::thread::hardware_concurrency()
   /// Stop after this many candidate evaluations (0: no limit): a budget that, unlike the wall
   /// clock, gives the same result on any machine.
   std::int64_t max_evaluations = 0;
-  bool quiet = false;              ///< no progress lines on stderr
+  bool quiet = false;  ///< no progress lines on stderr
   /// Called with progress reports (in addition to the stderr lines unless quiet).
   std::function<void(const TuneProgress&)> progress;
 };
@@ -74,13 +75,15 @@ struct TuneOptions {
 struct MethodSummary {
   std::string name;
   bool ran = false;
-  std::string skipped;        ///< why a baseline could not run
+  std::string skipped;  ///< why a baseline could not run
   double iteration_time_ms = 0;
   double bubble_ratio = 0;
   std::int64_t peak_memory_bytes = 0;  ///< max over devices
   bool fits_memory = false;
   double tokens_per_s = 0;
   bool recompute = false;     ///< the plan recomputes some stage
+  double lower_bound_ms = 0;  ///< the any-plan lower bound of the inputs (sim/lower_bound.hpp)
+  double gap = 0;             ///< iteration_time_ms / lower_bound_ms − 1
   /// For a baseline that recomputes only to fit (TuneResult::baselines_recompute_to_fit): the
   /// same baseline without recompute, as its framework would run it if memory allowed.
   std::optional<double> without_recompute_ms;
@@ -88,20 +91,20 @@ struct MethodSummary {
 };
 
 struct TuneStats {
-  std::int64_t evaluations = 0;     ///< candidates scheduled and simulated
-  std::int64_t infeasible = 0;      ///< candidates the scheduler rejected (memory)
-  std::int64_t pruned = 0;          ///< candidates whose lower bound could not beat the current plan
-  double work_units = 0;            ///< effort spent, in op-units (see kUnitsPerSecondPerThread)
-  int rounds = 0;                   ///< local search rounds
-  int improvements = 0;             ///< accepted steps
-  int kicks = 0;                    ///< random restarts from the best plan
+  std::int64_t evaluations = 0;  ///< candidates scheduled and simulated
+  std::int64_t infeasible = 0;   ///< candidates the scheduler rejected (memory)
+  std::int64_t pruned = 0;       ///< candidates whose lower bound could not beat the current plan
+  double work_units = 0;         ///< effort spent, in op-units (see kUnitsPerSecondPerThread)
+  int rounds = 0;                ///< local search rounds
+  int improvements = 0;          ///< accepted steps
+  int kicks = 0;                 ///< random restarts from the best plan
   double elapsed_s = 0;
-  double baselines_s = 0;           ///< time spent building the baselines
+  double baselines_s = 0;  ///< time spent building the baselines
   /// "converged", "work budget", "evaluation limit" (all deterministic) or "wall-clock cap".
   std::string stopped_by;
-  std::string start;                ///< the incumbent the search started from (a baseline or "none")
-  std::string origin;               ///< what the best plan is: "search" or the baseline it kept
-  std::string schedule;             ///< Candidate::describe() of the best plan, or the baseline name
+  std::string start;     ///< the incumbent the search started from (a baseline or "none")
+  std::string origin;    ///< what the best plan is: "search" or the baseline it kept
+  std::string schedule;  ///< Candidate::describe() of the best plan, or the baseline name
   /// Accepted steps per neighbourhood ("partition", "schedule", "recompute", "placement",
   /// "structure", "seed").
   std::vector<std::pair<std::string, int>> accepted;
@@ -111,16 +114,17 @@ struct TuneResult {
   /// The tuned plan: method "octopipe", lowered (SEND/RECV placed), inputs embedded, `predicted`
   /// = report_json of its simulation. It passes check_plan under `memory_limit_bytes`.
   Plan plan;
-  SimResult sim;               ///< its simulation (with the critical path)
-  MethodSummary summary;       ///< the tuned plan as a table row
+  SimResult sim;                         ///< its simulation (with the critical path)
+  PlanBounds bounds;                     ///< its lower bounds (any plan; its partition and placement)
+  MethodSummary summary;                 ///< the tuned plan as a table row
   std::vector<MethodSummary> baselines;  ///< the ten baselines, in baseline_methods() order
   std::vector<BaselineRun> baseline_runs;
   /// The best baseline that fits the limit (else the fastest one; empty when none ran).
   std::string best_baseline;
   bool best_baseline_fits = false;
   double best_baseline_ms = 0;
-  double speedup_vs_best_baseline = 0;   ///< best_baseline_ms / tuned iteration time
-  double memory_limit_bytes = 0;         ///< the limit the plan was made for
+  double speedup_vs_best_baseline = 0;  ///< best_baseline_ms / tuned iteration time
+  double memory_limit_bytes = 0;        ///< the limit the plan was made for
   /// Set when no plan can fit the limit (e.g. static memory alone exceeds it): the search then
   /// kept every plan within `memory_limit_bytes`, the peak of the fastest baseline, and says so.
   std::string memory_note;
