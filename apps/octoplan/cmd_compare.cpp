@@ -1,30 +1,30 @@
 // octoplan compare: the tuned plan against the ten baselines, in one table.
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include "command.hpp"
 #include "core/fs.hpp"
-#include "tune_options.hpp"
 #include "tune/report.hpp"
 #include "tune/tuner.hpp"
+#include "tune_options.hpp"
 
 namespace octoplan {
 namespace {
 
 struct CompareArgs {
   octo::InputOptions inputs;
-  octo::TuneOptions tune;
+  TuneArgs tune;
   std::string report;
 };
 
 int run(const CompareArgs& a) {
   octo::check_output_path(a.report, "--report");
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
-  const octo::TuneResult result = octo::tune(inputs, a.tune);
+  const octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
   fmt::print("{}", octo::format_comparison(inputs, result));
   write_report(a.report, octo::comparison_json(inputs, result));
   return 0;

@@ -1,27 +1,27 @@
 // octoplan plan: tune partition, placement and schedule together and write the plan file.
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <string>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include "command.hpp"
 #include "core/fs.hpp"
-#include "tune_options.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
 #include "tune/report.hpp"
 #include "tune/tuner.hpp"
+#include "tune_options.hpp"
 
 namespace octoplan {
 namespace {
 
 struct PlanArgs {
   octo::InputOptions inputs;
-  octo::TuneOptions tune;
+  TuneArgs tune;
   std::string output;
   std::string trace;
   std::string report;
@@ -32,7 +32,7 @@ int run(const PlanArgs& a) {
   octo::check_output_path(a.trace, "--trace");
   octo::check_output_path(a.report, "--report");
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
-  const octo::TuneResult result = octo::tune(inputs, a.tune);
+  const octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
 
   octo::save_plan(result.plan, a.output);
   fmt::print("{}", octo::format_plan_summary(inputs, result));
@@ -53,10 +53,10 @@ int run(const PlanArgs& a) {
 
 Runner setup(CLI::App& app) {
   static PlanArgs args;
-  CLI::App* cmd = app.add_subcommand(
-      "plan",
-      "Tune partition, placement and schedule together (iterative, bubble-aware, simulator-verified) and write "
-      "the plan file");
+  CLI::App* cmd = app.add_subcommand("plan",
+                                     "Tune partition, placement and schedule together (iterative, "
+                                     "bubble-aware, simulator-verified) and write "
+                                     "the plan file");
   add_input_options(cmd, args.inputs);
   add_tune_options(cmd, args.tune);
   cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();

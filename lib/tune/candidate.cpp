@@ -1,13 +1,14 @@
 #include "tune/candidate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "plan/lower.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 
 namespace octo {
@@ -15,17 +16,19 @@ namespace octo {
 std::string Candidate::describe() const {
   int rc = 0;
   for (std::uint8_t r : recompute) rc += r ? 1 : 0;
-  std::string text = fmt::format("{} stages, {} {} {} {}", stages(),
-                                 schedule.split_bw ? fmt::format("split B/W {}", to_string(schedule.w_policy))
-                                                   : std::string("fused BW"),
-                                 to_string(schedule.f_order), to_string(schedule.memory),
-                                 schedule.max_inflight > 0 ? fmt::format("max {} in flight", schedule.max_inflight)
-                                                           : std::string("no in-flight limit"));
+  std::string text = fmt::format(
+      "{} stages, {} {} {} {}", stages(),
+      schedule.split_bw ? fmt::format("split B/W {}", to_string(schedule.w_policy)) : std::string("fused BW"),
+      to_string(schedule.f_order), to_string(schedule.memory),
+      schedule.max_inflight > 0 ? fmt::format("max {} in flight", schedule.max_inflight)
+                                : std::string("no in-flight limit"));
   if (schedule.hold > 0) text += fmt::format(", hold {:.2g}", schedule.hold);
-  if (schedule.jitter > 0) text += fmt::format(", priority jitter {} (seed {})", schedule.jitter, schedule.jitter_seed);
+  if (schedule.jitter > 0)
+    text += fmt::format(", priority jitter {} (seed {})", schedule.jitter, schedule.jitter_seed);
   if (schedule.b_order != BOrder::OldestFirst) text += fmt::format(", {}", to_string(schedule.b_order));
   if (cap_scale < 1.0) text += fmt::format(", {:.0f}% memory cap", cap_scale * 100);
   if (rc > 0) text += fmt::format(", recompute {}/{} stages", rc, stages());
+  if (order) text += ", op order improved on the critical path";
   return text;
 }
 
@@ -51,8 +54,8 @@ Plan Evaluator::skeleton(const Candidate& c) const {
   plan.micro_batch = inputs_.model.training.micro_batch;
   plan.seq = inputs_.model.seq_len;
   if (c.ends.size() != c.device.size() || (!c.recompute.empty() && c.recompute.size() != c.ends.size()))
-    fail("tuner: internal error: candidate with {} stage ends, {} devices and {} recompute flags", c.ends.size(),
-         c.device.size(), c.recompute.size());
+    fail("tuner: internal error: candidate with {} stage ends, {} devices and {} recompute flags",
+         c.ends.size(), c.device.size(), c.recompute.size());
   plan.stages.resize(c.ends.size());
   int first = 0;
   for (std::size_t s = 0; s < c.ends.size(); ++s) {
@@ -82,8 +85,14 @@ ListScheduleProblem Evaluator::problem(const Candidate& c, const SimInput& in) c
   }
   p.recompute.resize(static_cast<std::size_t>(S));
   for (int s = 0; s < S; ++s)
-    p.recompute[static_cast<std::size_t>(s)] = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)] != 0;
+    p.recompute[static_cast<std::size_t>(s)] =
+        !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)] != 0;
   return p;
+}
+
+bool same_schedule(const Candidate& a, const Candidate& b) {
+  if (a.order && b.order) return *a.order == *b.order && a.without_order() == b.without_order();
+  return a == b;
 }
 
 namespace {
@@ -109,35 +118,51 @@ void fill(Evaluation& e, const SimResult& r) {
 
 }  // namespace
 
+Evaluation evaluation_of(const SimResult& result) {
+  Evaluation e;
+  fill(e, result);
+  return e;
+}
+
 Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_out, double bound) const {
   Evaluation e;
   Plan plan = skeleton(c);
   SimInput in = make_sim_input(plan, inputs_);
   const auto limit = static_cast<std::int64_t>(std::llround(limit_));
   in.memory_limit_bytes.assign(static_cast<std::size_t>(pp_), limit);
-
-  const ListScheduleProblem prob = problem(c, in);
-  ListScheduleOptions options = c.schedule;
-  options.activation_cap.clear();
-  if (limit > 0) {
-    options.activation_cap.resize(static_cast<std::size_t>(pp_));
-    for (int d = 0; d < pp_; ++d) {
-      const std::int64_t free = limit - in.static_bytes[static_cast<std::size_t>(d)];
-      options.activation_cap[static_cast<std::size_t>(d)] =
-          free < 0 ? free : static_cast<std::int64_t>(std::floor(static_cast<double>(free) * c.cap_scale));
-    }
-  }
-  ListSchedule ls = list_schedule(prob, options);
-  if (!ls.feasible()) {
-    e.problem = std::move(ls.infeasible);
-    return e;
-  }
-  if (bound > 0 && ls.makespan_ms >= bound) {
+  e.structure_bound_ms = structure_lower_bound(plan.stages, m_, in).ms;
+  if (bound > 0 && e.structure_bound_ms >= bound) {
     e.pruned = true;
-    e.makespan_ms = ls.makespan_ms;
+    e.makespan_ms = e.structure_bound_ms;
     return e;
   }
-  plan.programs = std::move(ls.programs);
+
+  if (c.order) {
+    plan.programs = *c.order;
+  } else {
+    const ListScheduleProblem prob = problem(c, in);
+    ListScheduleOptions options = c.schedule;
+    options.activation_cap.clear();
+    if (limit > 0) {
+      options.activation_cap.resize(static_cast<std::size_t>(pp_));
+      for (int d = 0; d < pp_; ++d) {
+        const std::int64_t free = limit - in.static_bytes[static_cast<std::size_t>(d)];
+        options.activation_cap[static_cast<std::size_t>(d)] =
+            free < 0 ? free : static_cast<std::int64_t>(std::floor(static_cast<double>(free) * c.cap_scale));
+      }
+    }
+    ListSchedule ls = list_schedule(prob, options);
+    if (!ls.feasible()) {
+      e.problem = std::move(ls.infeasible);
+      return e;
+    }
+    if (bound > 0 && ls.makespan_ms >= bound) {
+      e.pruned = true;
+      e.makespan_ms = ls.makespan_ms;
+      return e;
+    }
+    plan.programs = std::move(ls.programs);
+  }
 
   LowerOptions lo;
   const int S = c.stages();
@@ -147,12 +172,20 @@ Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_ou
     const StageCost& sc = in.stages[static_cast<std::size_t>(s)];
     if (s + 1 < S) lo.boundary_bytes[static_cast<std::size_t>(s)] = sc.out_bytes;
     const double ov = in.op_overhead_ms;
-    lo.durations[static_cast<std::size_t>(s)] = StageDurations{sc.f_ms + ov, sc.b_ms + ov, sc.w_ms + ov, sc.r_ms + ov};
+    lo.durations[static_cast<std::size_t>(s)] =
+        StageDurations{sc.f_ms + ov, sc.b_ms + ov, sc.w_ms + ov, sc.r_ms + ov};
   }
-  lower(plan, lo);
   SimOptions so;
   so.critical_path = false;
-  fill(e, sim.run(plan, in, so));
+  try {
+    lower(plan, lo);
+    fill(e, sim.run(plan, in, so));
+  } catch (const Error& error) {
+    if (!c.order) throw;  // the list scheduler's programs always run
+    e = Evaluation{};
+    e.problem = error.what();
+    return e;
+  }
   if (plan_out) *plan_out = std::move(plan);
   return e;
 }
@@ -160,10 +193,12 @@ Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_ou
 Evaluation Evaluator::evaluate_plan(const Plan& plan, Simulator& sim) const {
   Evaluation e;
   SimInput in = make_sim_input(plan, inputs_);
-  in.memory_limit_bytes.assign(static_cast<std::size_t>(plan.devices), static_cast<std::int64_t>(std::llround(limit_)));
+  in.memory_limit_bytes.assign(static_cast<std::size_t>(plan.devices),
+                               static_cast<std::int64_t>(std::llround(limit_)));
   SimOptions so;
   so.critical_path = false;
   fill(e, sim.run(plan, in, so));
+  e.structure_bound_ms = structure_lower_bound(plan.stages, plan.microbatches, in).ms;
   return e;
 }
 

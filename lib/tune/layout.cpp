@@ -27,24 +27,26 @@ std::vector<double> device_work(std::span<const double> layer_work, std::span<co
   std::size_t layer = 0;
   for (std::size_t s = 0; s < ends.size(); ++s) {
     double sum = 0;
-    for (; layer < static_cast<std::size_t>(ends[s]) && layer < layer_work.size(); ++layer) sum += layer_work[layer];
+    for (; layer < static_cast<std::size_t>(ends[s]) && layer < layer_work.size(); ++layer)
+      sum += layer_work[layer];
     work[static_cast<std::size_t>(stage_device[s])] += sum;
   }
   return work;
 }
-
 
 namespace {
 
 /// Cuts stage by stage: stage s gets share[s] of its device's even work, except the device's last
 /// stage, which takes what brings the device closest to the even work (absorbing the rounding of
 /// its earlier stages). The final stage takes the remaining layers.
-std::vector<int> targeted_split(std::span<const double> layer_work, std::span<const int> stage_device, int devices,
-                                std::span<const double> share) {
+std::vector<int> targeted_split(std::span<const double> layer_work, std::span<const int> stage_device,
+                                int devices, std::span<const double> share) {
   const int S = static_cast<int>(stage_device.size());
   const int n = static_cast<int>(layer_work.size());
   std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
-  for (int i = 0; i < n; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + layer_work[static_cast<std::size_t>(i)];
+  for (int i = 0; i < n; ++i)
+    prefix[static_cast<std::size_t>(i) + 1] =
+        prefix[static_cast<std::size_t>(i)] + layer_work[static_cast<std::size_t>(i)];
   const double target = prefix.back() / devices;
   std::vector<int> last(static_cast<std::size_t>(devices), -1);
   for (int s = 0; s < S; ++s) last[static_cast<std::size_t>(stage_device[static_cast<std::size_t>(s)])] = s;
@@ -103,7 +105,8 @@ struct Refiner {
     auto prefix_of = [&](std::span<const double> v) {
       std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
       for (int i = 0; i < n; ++i)
-        prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
+        prefix[static_cast<std::size_t>(i) + 1] =
+            prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
       return prefix;
     };
     const std::vector<double> wp = prefix_of(layer_work);
@@ -120,7 +123,8 @@ struct Refiner {
       int first = 0;
       for (int st = 0; st < S; ++st) {
         const auto d = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(st)]);
-        const auto lo = static_cast<std::size_t>(first), hi = static_cast<std::size_t>(e[static_cast<std::size_t>(st)]);
+        const auto lo = static_cast<std::size_t>(first),
+                   hi = static_cast<std::size_t>(e[static_cast<std::size_t>(st)]);
         work[d] += wp[hi] - wp[lo];
         if (limit) stat[d] += sp[hi] - sp[lo];
         if (warmup && offset[d] < 0) offset[d] = fp[lo];
@@ -131,13 +135,15 @@ struct Refiner {
         const double v = work[d] + (warmup ? std::max(offset[d], 0.0) / warmup->microbatches : 0.0);
         o.max = std::max(o.max, v);
         o.sumsq += v * v;
-        if (limit) o.overflow += std::max(0.0, stat[d] - limit->device_cap) / std::max(limit->device_cap, 1.0);
+        if (limit)
+          o.overflow += std::max(0.0, stat[d] - limit->device_cap) / std::max(limit->device_cap, 1.0);
       }
       return o;
     };
     auto valid = [&](const std::vector<int>& e, int b) {
       const int lo = b == 0 ? 0 : e[static_cast<std::size_t>(b) - 1];
-      return e[static_cast<std::size_t>(b)] > lo && e[static_cast<std::size_t>(b)] < e[static_cast<std::size_t>(b) + 1];
+      return e[static_cast<std::size_t>(b)] > lo &&
+             e[static_cast<std::size_t>(b)] < e[static_cast<std::size_t>(b) + 1];
     };
 
     Obj current = evaluate(ends);
@@ -208,14 +214,16 @@ std::vector<int> balance(std::span<const double> layer_work, std::span<const int
   const int n = static_cast<int>(layer_work.size());
   if (S < 1 || S > n) fail("balanced partition: {} stages for {} layers (expected 1..{})", S, n, n);
   for (int d : stage_device)
-    if (d < 0 || d >= devices) fail("balanced partition: stage device {} out of range (expected 0..{})", d, devices - 1);
+    if (d < 0 || d >= devices)
+      fail("balanced partition: stage device {} out of range (expected 0..{})", d, devices - 1);
   if (limit && static_cast<int>(limit->layer_bytes.size()) != n)
     fail("balanced partition: {} static sizes for {} layers", limit->layer_bytes.size(), n);
   std::vector<int> count(static_cast<std::size_t>(devices), 0);
   for (int d : stage_device) ++count[static_cast<std::size_t>(d)];
   std::vector<double> even(static_cast<std::size_t>(S));
   for (int s = 0; s < S; ++s)
-    even[static_cast<std::size_t>(s)] = 1.0 / std::max(count[static_cast<std::size_t>(stage_device[static_cast<std::size_t>(s)])], 1);
+    even[static_cast<std::size_t>(s)] =
+        1.0 / std::max(count[static_cast<std::size_t>(stage_device[static_cast<std::size_t>(s)])], 1);
   double total = 0;
   for (double w : layer_work) total += w;
   const double tol = 1e-9 * std::max(1.0, total);
@@ -233,8 +241,9 @@ std::vector<int> balance(std::span<const double> layer_work, std::span<const int
 
 }  // namespace
 
-std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device, int devices,
-                                    int max_step, const StaticLimit* limit, const Warmup* warmup) {
+std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device,
+                                    int devices, int max_step, const StaticLimit* limit,
+                                    const Warmup* warmup) {
   return balance(layer_work, stage_device, devices, max_step, limit, warmup, 2);
 }
 
@@ -266,7 +275,8 @@ LayoutScore score_layout(std::span<const double> work, const Layout& l, int devi
   }
   if (limit) {
     const std::vector<double> st = device_work(limit->layer_bytes, l.ends, l.device, devices);
-    for (double x : st) sc.overflow += std::max(0.0, x - limit->device_cap) / std::max(limit->device_cap, 1.0);
+    for (double x : st)
+      sc.overflow += std::max(0.0, x - limit->device_cap) / std::max(limit->device_cap, 1.0);
   }
   return sc;
 }
@@ -334,18 +344,21 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
   }
   // The chosen map with the thorough balance (it can only improve on the fast one's start).
   Layout final{balance_per_device(layer_work, best.device, devices, 4, limit, warmup), best.device};
-  if (!better_layout(best_score, score_layout(layer_work, final, devices, limit, warmup), tol)) best = std::move(final);
+  if (!better_layout(best_score, score_layout(layer_work, final, devices, limit, warmup), tol))
+    best = std::move(final);
   return best;
 }
 
-std::vector<int> ramp_partition(std::span<const double> layer_work, std::span<const int> stage_device, int devices,
-                                double ramp) {
+std::vector<int> ramp_partition(std::span<const double> layer_work, std::span<const int> stage_device,
+                                int devices, double ramp) {
   const int S = static_cast<int>(stage_device.size());
   const int n = static_cast<int>(layer_work.size());
   if (devices < 1 || S < devices || S % devices != 0 || S > n)
-    fail("ramp partition: {} stages on {} devices for {} layers (expected a multiple of the devices, at most the "
-         "layers)",
-         S, devices, n);
+    fail(
+        "ramp partition: {} stages on {} devices for {} layers (expected a multiple of the devices, at most "
+        "the "
+        "layers)",
+        S, devices, n);
   if (!(ramp > 0 && ramp <= 1)) fail("ramp partition: ramp {} (expected 0 < ramp <= 1)", ramp);
   const int k = S / devices;
   double total = 0;
@@ -379,7 +392,8 @@ std::vector<int> ramp_partition(std::span<const double> layer_work, std::span<co
     int e = min_end;
     acc += layer_work[static_cast<std::size_t>(layer)];
     // Extend while the next layer brings the cumulative work closer to the goal.
-    while (e < max_end && std::abs(acc + layer_work[static_cast<std::size_t>(e)] - goal) < std::abs(acc - goal)) {
+    while (e < max_end &&
+           std::abs(acc + layer_work[static_cast<std::size_t>(e)] - goal) < std::abs(acc - goal)) {
       acc += layer_work[static_cast<std::size_t>(e)];
       ++e;
     }

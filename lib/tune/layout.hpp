@@ -41,8 +41,9 @@ struct Warmup {
 /// are not adjacent in the pipeline. With `limit`, the static bytes above the cap (summed over
 /// devices) are minimised first. Exact for one stage per device without a limit; a local optimum
 /// otherwise. Throws octo::Error when there are more stages than layers.
-[[nodiscard]] std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device,
-                                                  int devices, int max_step = 4, const StaticLimit* limit = nullptr,
+[[nodiscard]] std::vector<int> balance_per_device(std::span<const double> layer_work,
+                                                  std::span<const int> stage_device, int devices,
+                                                  int max_step = 4, const StaticLimit* limit = nullptr,
                                                   const Warmup* warmup = nullptr);
 
 /// A partition with its placement.
@@ -67,7 +68,7 @@ struct Layout {
 /// instead of 1/k (the rest is split evenly over the device's other stages), so downstream devices
 /// start sooner. Boundaries are rounded to the layer nearest to the cumulative targets, every stage
 /// non-empty. ramp = 1 is the even split. Throws octo::Error for a bad placement or ramp.
-[[nodiscard]] std::vector<int> ramp_partition(std::span<const double> layer_work, std::span<const int> stage_device,
-                                              int devices, double ramp);
+[[nodiscard]] std::vector<int> ramp_partition(std::span<const double> layer_work,
+                                              std::span<const int> stage_device, int devices, double ramp);
 
 }  // namespace octo

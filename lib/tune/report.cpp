@@ -70,6 +70,13 @@ std::string speedup_line(const TuneResult& r) {
 
 }  // namespace
 
+std::string format_progress(const TuneProgress& p) {
+  if (p.best_iteration_ms <= 0) return fmt::format("octoplan: [{:6.1f} s] {}", p.elapsed_s, p.step);
+  return fmt::format("octoplan: [{:6.1f} s] {:<28} best {:>10.1f} ms  bubble {:5.1f}%{}  ({} evaluations)",
+                     p.elapsed_s, p.step, p.best_iteration_ms, p.best_bubble_ratio * 100,
+                     p.best_fits_memory ? "" : " (does not fit)", p.evaluations);
+}
+
 std::string stage_labels(const PlannerInputs& in, int first, int end) {
   // Pattern symbols run together ("M-M*"); longer labels ("embedding", Jamba's "ME") stand apart.
   std::string text;

@@ -2,14 +2,17 @@
 /// What `octoplan plan` and `octoplan compare` print and write with --report: the tuned plan's
 /// stages and devices, and the table of the tuned plan against the ten baselines.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cost/inputs.hpp"
 #include "tune/tuner.hpp"
 
 namespace octo {
+
+/// One progress line: "octoplan: [  3.2 s] local search: partition   best  1549.1 ms  bubble  6.2%  (1234
+/// evaluations)".
+[[nodiscard]] std::string format_progress(const TuneProgress& progress);
 
 /// Layer labels of [first, end) in compact form: "embedding M-M-M* (6 layers)"; long runs are
 /// shortened in the middle.
