@@ -28,7 +28,10 @@ std::string Candidate::describe() const {
   if (schedule.b_order != BOrder::OldestFirst) text += fmt::format(", {}", to_string(schedule.b_order));
   if (cap_scale < 1.0) text += fmt::format(", {:.0f}% memory cap", cap_scale * 100);
   if (rc > 0) text += fmt::format(", recompute {}/{} stages", rc, stages());
-  if (order) text += ", op order improved on the critical path";
+  if (order)
+    text = fmt::format("{} stages, {} op order{}", stages(), order_name.empty() ? "explicit" : order_name,
+                       order_name.empty() ? " (improved on the critical path)" : "") +
+           (rc > 0 ? fmt::format(", recompute {}/{} stages", rc, stages()) : std::string());
   return text;
 }
 

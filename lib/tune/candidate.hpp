@@ -29,12 +29,15 @@ struct Candidate {
   /// e.g. an improved order of the critical device; it belongs to this partition and placement,
   /// so a move that changes them starts from without_order().
   std::shared_ptr<const Programs> order;
+  /// Where the order comes from: a registered schedule's name, or empty (the reorder moves).
+  std::string order_name;
 
   [[nodiscard]] int stages() const { return static_cast<int>(ends.size()); }
   /// The same candidate, list-scheduled again.
   [[nodiscard]] Candidate without_order() const {
     Candidate c = *this;
     c.order.reset();
+    c.order_name.clear();
     return c;
   }
   /// e.g. "12 stages wave, split B/W fill-idle oldest-first reserve, recompute 2/12".

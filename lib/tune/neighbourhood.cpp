@@ -17,12 +17,12 @@ const std::vector<std::unique_ptr<Neighbourhood>>& neighbourhoods() {
   static const std::vector<std::unique_ptr<Neighbourhood>> all = [] {
     std::vector<std::unique_ptr<Neighbourhood>> v;
     v.push_back(partition_moves());
-    v.push_back(reorder_moves());
     v.push_back(schedule_moves());
     v.push_back(recompute_moves());
     v.push_back(placement_moves());
     v.push_back(structure_moves());
     v.push_back(layer_moves());
+    v.push_back(reorder_moves());
     return v;
   }();
   return all;

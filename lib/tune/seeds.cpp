@@ -1,9 +1,11 @@
 #include "tune/seeds.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 
 #include "sched/partition.hpp"
+#include "sched/schedule.hpp"
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 #include "tune/layout.hpp"
@@ -212,13 +214,39 @@ std::vector<Candidate> preset_candidates(const std::vector<Structure>& structure
   }
   std::vector<Candidate> out;
   owner.clear();
-  for (std::size_t v = 0; v < variants.size(); ++v)
+  const int p = ev.devices();
+  for (std::size_t v = 0; v < variants.size(); ++v) {
     for (const ListScheduleOptions& o : presets) {
       Candidate c = candidate_of(variants[v]);
       c.schedule = o;
       out.push_back(std::move(c));
       owner.push_back(static_cast<int>(v));
     }
+    // The registered schedules whose placement this structure has, as explicit op orders: written
+    // for their shape, they often beat list scheduling there (e.g. interleaved 1F1B, ZB-V).
+    const int S = static_cast<int>(variants[v].ends.size());
+    if (S % p != 0) continue;
+    ScheduleConfig config;
+    config.devices = p;
+    config.microbatches = ev.microbatches();
+    config.chunks = S / p;
+    config.stage_device = variants[v].device;
+    config.recompute.assign(variants[v].recompute.begin(), variants[v].recompute.end());
+    for (const Schedule* schedule : schedules()) {
+      if (!check_placement_shape(config, schedule->placement()).empty() ||
+          !schedule->unsupported(config).empty())
+        continue;
+      Candidate c = candidate_of(variants[v]);
+      try {
+        c.order = std::make_shared<Programs>(generate_schedule(*schedule, config));
+      } catch (const UnsupportedConfig&) {
+        continue;
+      }
+      c.order_name = std::string(schedule->name());
+      out.push_back(std::move(c));
+      owner.push_back(static_cast<int>(v));
+    }
+  }
   return out;
 }
 
@@ -236,6 +264,16 @@ std::vector<Candidate> option_grid(const Candidate& base, int devices) {
             c.cap_scale = 1.0;
             out.push_back(std::move(c));
           }
+  // Megatron's interleaved order as priorities, for structures with several stages per device.
+  if (base.stages() > devices)
+    for (bool split : {true, false})
+      for (MemoryMode mem : {MemoryMode::Reserve, MemoryMode::Greedy}) {
+        Candidate c = base.without_order();
+        c.schedule = preset(split, mem, FOrder::Grouped);
+        c.schedule.b_order = BOrder::Grouped;
+        c.cap_scale = 1.0;
+        out.push_back(std::move(c));
+      }
   return out;
 }
 

@@ -36,8 +36,9 @@ struct Structure {
                                                                const Evaluator& evaluator);
 
 /// Phase A of the seeds: every structure (with the recompute variants memory calls for) under four
-/// scheduler presets (split or fused backward, reserve or greedy admission). `owner[i]` is the
-/// index of candidate i's variant.
+/// scheduler presets (split or fused backward, reserve or greedy admission), and as the explicit
+/// op order of every registered schedule (sched/schedule.hpp) written for its placement.
+/// `owner[i]` is the index of candidate i's variant.
 [[nodiscard]] std::vector<Candidate> preset_candidates(const std::vector<Structure>& structures,
                                                        const PlannerInputs& inputs,
                                                        const Evaluator& evaluator, std::vector<int>& owner);

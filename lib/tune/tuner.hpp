@@ -9,8 +9,8 @@
 ///    layer, ranked by their proven structure bound, list-scheduled (sched/list_scheduler.hpp)
 ///    under a grid of scheduler options, with recompute where memory demands it.
 /// 3. Local search from the best seeds: each round asks every neighbourhood (tune/neighbourhood.hpp,
-///    one file each in tune/moves/: partition, reorder of the critical path, schedule options,
-///    recompute, placement, structure, layer) for candidates, evaluates them in chunks
+///    one file each in tune/moves/: partition, schedule options, recompute, placement, structure,
+///    layer, reorder of the critical path) for candidates, evaluates them in chunks
 ///    (tune/batch.hpp) and keeps the best improvement (tune/incumbent.hpp); candidates whose
 ///    bound cannot beat the current plan are pruned unseen. Seeded random kicks (tune/kick.hpp)
 ///    restart the descent from the best plan until no step helps, the budget ends
@@ -109,8 +109,8 @@ struct TuneStats {
   std::string start;     ///< the incumbent the search started from (a baseline or "none")
   std::string origin;    ///< what the best plan is: "search" or the baseline it kept
   std::string schedule;  ///< Candidate::describe() of the best plan, or the baseline name
-  /// Accepted steps per source: "seed", each neighbourhood ("partition", "reorder", "schedule",
-  /// "recompute", "placement", "structure", "layer") and "kick".
+  /// Accepted steps per source: "seed", each neighbourhood ("partition", "schedule", "recompute",
+  /// "placement", "structure", "layer", "reorder") and "kick".
   std::vector<std::pair<std::string, int>> accepted;
 };
 

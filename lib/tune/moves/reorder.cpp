@@ -54,6 +54,7 @@ class ReorderMoves final : public Neighbourhood {
         std::rotate(list.begin() + (pb - shift), list.begin() + pb, list.begin() + pb + 1);
         Candidate n = cur.c;
         n.order = std::move(moved);
+        if (!n.order_name.empty() && !n.order_name.ends_with(", reordered")) n.order_name += ", reordered";
         moves.push_back(std::move(n));
       }
     }

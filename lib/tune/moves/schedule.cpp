@@ -1,5 +1,6 @@
 // Schedule moves: change one list-scheduler option at a time (split or fused backward, F and B
-// priorities, admission mode, W policy, in-flight limit, memory cap, look-ahead hold), and once
+// priorities — Megatron's grouped interleaved order too where a device holds several stages —,
+// admission mode, W policy, in-flight limit, memory cap, look-ahead hold), and once
 // the narrow neighbourhoods are exhausted, randomised priorities near the current ones (GRASP).
 
 #include "tune/neighbourhood.hpp"
@@ -44,6 +45,14 @@ class ScheduleMoves final : public Neighbourhood {
     for (double scale : {1.0, 0.95, 0.9, 0.8}) opt([scale](Candidate& n) { n.cap_scale = scale; });
     for (double hold : {0.0, 0.25, 0.5, 1.0}) opt([hold](Candidate& n) { n.schedule.hold = hold; });
     if (c.schedule.jitter > 0) opt([](Candidate& n) { n.schedule.jitter = 0; });
+    if (c.stages() > p) {  // Megatron's interleaved order, for several stages per device
+      opt([](Candidate& n) { n.schedule.f_order = FOrder::Grouped; });
+      opt([](Candidate& n) { n.schedule.b_order = BOrder::Grouped; });
+      opt([](Candidate& n) {
+        n.schedule.f_order = FOrder::Grouped;
+        n.schedule.b_order = BOrder::Grouped;
+      });
+    }
     const int samples = !wide ? 0 : ctx.small(c.stages()) ? 8 : 3;
     for (int i = 0; i < samples; ++i) {
       static constexpr int kJitter[] = {1, 2, 4, 8};

@@ -1,26 +1,26 @@
 // List scheduler: hand-computed timelines on small pipelines, memory caps (reserve vs greedy,
 // infeasible caps), and random placements that must always give valid, deadlock-free programs.
 
+#include "sched/list_scheduler.hpp"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "plan/deadlock.hpp"
 #include "plan/lower.hpp"
 #include "plan/validate.hpp"
-#include "sched/list_scheduler.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
 namespace {
 
 /// Every stage F = B = W = R = 1 ms, `act` bytes of activations of which `wgrad` stay until W.
-ListScheduleProblem unit_problem(int devices, int microbatches, std::vector<int> stage_device, std::int64_t act = 100,
-                                 std::int64_t wgrad = 0) {
+ListScheduleProblem unit_problem(int devices, int microbatches, std::vector<int> stage_device,
+                                 std::int64_t act = 100, std::int64_t wgrad = 0) {
   ListScheduleProblem p;
   p.devices = devices;
   p.microbatches = microbatches;
@@ -237,6 +237,40 @@ TEST_CASE("priority jitter reorders deterministically", "[list]") {
   CHECK(differs);
 }
 
+TEST_CASE("grouped order: Megatron's interleaved order as priorities", "[list]") {
+  // Two devices, four stages interleaved (device 0 holds stages 0 and 2), F = 1 ms on device 0's
+  // stages, free elsewhere. With micro-batches in groups of 2 (the devices), grouped runs a group's
+  // forwards breadth-first (F0.2 F0.3 before F2.2) and its backwards deepest stage first for the
+  // whole group (B2.0 B2.1 before B0.0), as Megatron's interleaved 1F1B does; oldest-first
+  // finishes micro-batch by micro-batch instead.
+  ListScheduleProblem p = unit_problem(2, 4, {0, 1, 0, 1});
+  for (int s = 0; s < 4; ++s) {
+    StageCost& c = p.costs[static_cast<std::size_t>(s)];
+    c.f_ms = s % 2 == 0 ? 1.0 : 0.0;
+    c.b_ms = c.w_ms = 0;
+  }
+  using V = std::vector<std::pair<int, int>>;  // (stage, mb) on device 0
+  auto order = [&](FOrder f, BOrder b, OpKind kind) {
+    ListScheduleOptions o;
+    o.f_order = f;
+    o.b_order = b;
+    const ListSchedule ls = list_schedule(p, o);
+    REQUIRE(ls.feasible());
+    V out;
+    for (const Op& op : ls.programs[0])
+      if (op.kind == kind) out.emplace_back(op.stage, op.mb);
+    return out;
+  };
+  CHECK(order(FOrder::Grouped, BOrder::Grouped, OpKind::F) ==
+        V{{0, 0}, {0, 1}, {2, 0}, {2, 1}, {0, 2}, {0, 3}, {2, 2}, {2, 3}});
+  CHECK(order(FOrder::Grouped, BOrder::Grouped, OpKind::B) ==
+        V{{2, 0}, {2, 1}, {0, 0}, {0, 1}, {2, 2}, {2, 3}, {0, 2}, {0, 3}});
+  CHECK(order(FOrder::OldestFirst, BOrder::OldestFirst, OpKind::F) ==
+        V{{0, 0}, {0, 1}, {2, 0}, {2, 1}, {0, 2}, {2, 2}, {0, 3}, {2, 3}});
+  CHECK(order(FOrder::OldestFirst, BOrder::OldestFirst, OpKind::B) ==
+        V{{2, 0}, {0, 0}, {2, 1}, {0, 1}, {2, 2}, {0, 2}, {2, 3}, {0, 3}});
+}
+
 TEST_CASE("fused backward emits BW", "[list]") {
   ListScheduleOptions o;
   o.split_bw = false;
@@ -269,7 +303,8 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     const int m = 1 + static_cast<int>(rng() % 7);
     // Any map that uses every device, in random order.
     std::vector<int> map(static_cast<std::size_t>(stages));
-    for (int s = 0; s < stages; ++s) map[static_cast<std::size_t>(s)] = s < devices ? s : static_cast<int>(rng() % devices);
+    for (int s = 0; s < stages; ++s)
+      map[static_cast<std::size_t>(s)] = s < devices ? s : static_cast<int>(rng() % devices);
     std::shuffle(map.begin(), map.end(), rng);
     ListScheduleProblem p;
     p.devices = devices;
@@ -292,18 +327,19 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     ListScheduleOptions o;
     o.split_bw = rng() % 3 != 0;
     o.w_policy = rng() % 2 ? WPolicy::FillIdle : WPolicy::Eager;
-    o.f_order = static_cast<FOrder>(rng() % 3);
+    o.f_order = static_cast<FOrder>(rng() % 4);
     o.memory = rng() % 2 ? MemoryMode::Reserve : MemoryMode::Greedy;
     o.max_inflight = static_cast<int>(rng() % 4);
     o.hold = (rng() % 3) * 0.5;
-    o.b_order = rng() % 2 ? BOrder::OldestFirst : BOrder::DeepestFirst;
+    o.b_order = static_cast<BOrder>(rng() % 3);
     if (rng() % 3 == 0) {
       o.jitter = 1 + static_cast<int>(rng() % 8);
       o.jitter_seed = rng();
     }
     std::vector<std::int64_t> cap;
     if (rng() % 2) {
-      for (int d = 0; d < devices; ++d) cap.push_back(min_activation_cap(p, d) + static_cast<std::int64_t>(rng() % 300));
+      for (int d = 0; d < devices; ++d)
+        cap.push_back(min_activation_cap(p, d) + static_cast<std::int64_t>(rng() % 300));
       o.activation_cap = cap;
     }
     INFO("trial " << trial);
@@ -321,7 +357,8 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     CHECK(ls.makespan_ms == Approx(ideal.makespan_ms).epsilon(1e-9));
     CHECK(ideal.fits_memory);
     for (int d = 0; d < devices; ++d)
-      CHECK(ideal.devices[static_cast<std::size_t>(d)].peak_activation_bytes == ls.peak_activation_bytes[static_cast<std::size_t>(d)]);
+      CHECK(ideal.devices[static_cast<std::size_t>(d)].peak_activation_bytes ==
+            ls.peak_activation_bytes[static_cast<std::size_t>(d)]);
     LowerOptions lo;
     lo.boundary_bytes.assign(static_cast<std::size_t>(stages - 1), 5);
     lower(plan, lo);
