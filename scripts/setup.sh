@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages OctoPipe needs (idempotent, quiet when already installed), then
-# configures and builds build/. Usage: scripts/setup.sh [--no-build]
+# configures and builds build/. Usage: scripts/setup.sh [--no-build] [--target T]...
+# (--target builds only the named CMake targets, e.g. octoplan for the demo; default: everything)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev
-          catch2 libopenmpi-dev openmpi-bin libopenblas-dev python3)
+          catch2 libopenmpi-dev openmpi-bin libopenblas-dev python3 librsvg2-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,10 +39,18 @@ install_optional_slurm() {
 }
 install_optional_slurm
 
-[[ "${1:-}" == "--no-build" ]] && exit 0
+targets=()
+while (($#)); do
+  case $1 in
+    --no-build) exit 0 ;;
+    --target) targets+=(--target "$2"); shift ;;
+    *) echo "setup: unknown option $1 (expected --no-build or --target T)" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 jobs=${OCTO_JOBS:-$(nproc)}
 if [[ ! -f build/CMakeCache.txt ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${OCTO_CMAKE_ARGS:-}
 fi
-cmake --build build -j "$jobs"
+cmake --build build -j "$jobs" "${targets[@]}"

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "backends/registry.hpp"
 #include "command.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -17,9 +18,6 @@
 #include "exec/profiler.hpp"
 #include "exec/train.hpp"
 #include "spec/loader.hpp"
-#if defined(OCTO_HAVE_CUDA)
-#include "cuda/backend.hpp"
-#endif
 
 namespace octorun {
 namespace {
@@ -42,7 +40,7 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   const bool printer = world.rank() == 0;
 
   // Set-up on every rank; all ranks agree on failure so one message is printed and none hangs.
-  std::unique_ptr<octo::nn::Device> device;
+  std::optional<octo::exec::BackendDevice> device;
   std::optional<octo::ModelSpec> model;
   std::optional<octo::nn::TextData> data;
   std::string error;
@@ -51,11 +49,8 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
     model.emplace(octo::load_model(a.model));
     data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
     a.options.data = &*data;
-#if defined(OCTO_HAVE_CUDA)
-    device = octo::cuda::make_device(a.options.backend);
-#else
-    device = octo::exec::make_device(a.options.backend);
-#endif
+    device.emplace(octo::backends::registry().get(a.options.backend).open({}));
+    a.options.hardware = device->description();
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -73,12 +68,9 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
     std::fflush(stdout);
   };
   // The transfers go where the runtime's go: NCCL (or host-staged) for a CUDA device.
-  std::unique_ptr<octo::exec::Comm> transport;
-#if defined(OCTO_HAVE_CUDA)
-  transport = octo::cuda::make_transport(world, *device);
-#endif
+  const std::unique_ptr<octo::exec::Comm> transport = device->make_transport(world);
   const octo::exec::ProfileResult result =
-      octo::exec::profile_model(*model, *device, world, a.options, progress, transport.get());
+      octo::exec::profile_model(*model, device->device(), world, a.options, progress, transport.get());
   if (printer) {
     fmt::print("\n{}", octo::exec::profile_table(result));
     octo::write_file_atomic(a.output, octo::costs_to_yaml(result.costs));
@@ -91,9 +83,8 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
 
 Runner setup(CLI::App& app) {
   static ProfileArgs args;
-#if defined(OCTO_HAVE_CUDA)
-  args.options.backend = octo::cuda::default_backend();  // cuda when a GPU is visible, as octorun
-#endif
+  const octo::exec::BackendRegistry& backends = octo::backends::registry();
+  args.options.backend = backends.preferred();  // as octorun's default
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure a model's per-layer F/B/W/R times and activation memory, the link between ranks and the "
@@ -101,9 +92,7 @@ Runner setup(CLI::App& app) {
       "mpirun -np 2 to measure the link)");
   cmd->add_option("model", args.model, "Model description (profiles/models/*.yaml)")->required();
   cmd->add_option("-o,--output", args.output, "Costs file to write (YAML)")->required();
-  cmd->add_option("--backend", args.options.backend, "Compute backend")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  add_backend_option(*cmd, args.options.backend, backends);
   cmd->add_option("--micro-batch", args.options.micro_batch,
                   "Sequences per micro-batch (default: the model's)")
       ->check(CLI::PositiveNumber);

@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
+#include "exec/backend.hpp"
 #include "exec/comm.hpp"
 
 namespace octorun {
@@ -20,5 +22,9 @@ struct Registration {
   /// `order` sorts subcommands in --help.
   Registration(int order, Setup setup);
 };
+
+/// `--backend NAME` into `backend`, offering exactly the registry's backends (main.cpp).
+CLI::Option* add_backend_option(CLI::App& app, std::string& backend,
+                                const octo::exec::BackendRegistry& backends);
 
 }  // namespace octorun

@@ -2,6 +2,7 @@
 // the job itself is octo::exec::train, subcommands (command.hpp) live in cmd_*.cpp.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -11,14 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "backends/registry.hpp"
 #include "command.hpp"
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "exec/mpi_comm.hpp"
 #include "exec/train.hpp"
-#if defined(OCTO_HAVE_CUDA)
-#include "cuda/backend.hpp"
-#endif
 
 namespace octorun {
 namespace {
@@ -32,6 +31,18 @@ std::vector<std::pair<int, Setup>>& registry() {
 
 Registration::Registration(int order, Setup setup) { registry().emplace_back(order, setup); }
 
+CLI::Option* add_backend_option(CLI::App& app, std::string& backend,
+                                const octo::exec::BackendRegistry& backends) {
+  // The choices are checked at set-up, not here, so that every rank agrees on the error and it
+  // is printed once, naming why a backend is missing from this build.
+  return app
+      .add_option("--backend", backend,
+                  fmt::format("Compute backend. This build has {}. Default: the first one usable here",
+                              backends.describe()))
+      ->type_name(fmt::format("TEXT:{{{}}}", fmt::join(backends.names(), ",")))
+      ->capture_default_str();
+}
+
 }  // namespace octorun
 
 int main(int argc, char** argv) {
@@ -39,20 +50,11 @@ int main(int argc, char** argv) {
       "octorun: trains a model by running an octoplan plan, one MPI rank per pipeline device and "
       "data-parallel replica (launch with mpirun -np DEVICES*DP or srun)."};
   app.set_version_flag("--version", fmt::format("octorun {}", octo::version()));
+  const octo::exec::BackendRegistry& backends = octo::backends::registry();
   octo::exec::TrainOptions o;
-#if defined(OCTO_HAVE_CUDA)
-  o.backend = octo::cuda::default_backend();  // cuda when a GPU is visible
-  o.backends.device = [](const std::string& backend, bool exact) {
-    return octo::cuda::make_device(backend, {.exact_gemm = exact});
-  };
-  o.backends.transport = [](octo::exec::Comm& world, octo::nn::Device& device) {
-    return octo::cuda::make_transport(world, device);
-  };
-#endif
+  o.backend = backends.preferred();  // the first usable here: cuda when built and a GPU is visible
   app.add_option("plan", o.plan_path, "Plan file written by octoplan");
-  app.add_option("--backend", o.backend, "Compute backend")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  octorun::add_backend_option(app, o.backend, backends);
   app.add_option("--steps", o.steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--data", o.data_path,
                  "Training text (byte-level tokens; default profiles/data/tiny-corpus.txt)");
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (chosen) return chosen(*world);
-    const octo::exec::TrainResult result = octo::exec::train(*world, o);
+    const octo::exec::TrainResult result = octo::exec::train(*world, o, backends);
     if (!result.error.empty()) fmt::print(stderr, "octorun: error: {}\n", result.error);
     std::fflush(stdout);
     std::fflush(stderr);

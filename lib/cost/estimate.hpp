@@ -6,7 +6,8 @@
 /// input-gradient (B) and the weight-gradient (W) pass. A term's time is
 /// max(FLOPs / achievable FLOP/s, bytes / achievable bandwidth) plus a launch cost per kernel;
 /// with TP the terms are sharded and the layer pays its TP collectives on the intra-node link.
-/// The assumptions behind every factor are documented in estimate.cpp.
+/// The assumptions behind every factor are documented in estimate.cpp and, for the terms of each
+/// layer kind, in its file of cost/kinds/ (registered in cost/kinds.cpp, see cost/terms.hpp).
 
 #include <cstddef>
 #include <cstdint>

@@ -6,7 +6,6 @@
 #include "core/log.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/staged_comm.hpp"
-#include "nn/cpu_device.hpp"
 #if defined(OCTO_HAVE_NCCL)
 #include "cuda/nccl_comm.hpp"
 #endif
@@ -22,31 +21,36 @@ int local_ranks() {
   return 0;
 }
 
-}  // namespace
-
-bool gpu_visible(std::string* why) { return visible_devices(why) > 0; }
-
-std::string default_backend() { return gpu_visible() ? "cuda" : "cpu"; }
-
-std::unique_ptr<nn::Device> make_device(std::string_view backend, const BackendOptions& options) {
-  if (backend == "auto") backend = gpu_visible() ? "cuda" : "cpu";
-  if (backend == "cpu") return std::make_unique<nn::CpuDevice>(options.cpu_threads);
-  if (backend == "cuda") {
+class CudaBackend final : public exec::Backend {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "cuda"; }
+  [[nodiscard]] std::string_view summary() const override {
+    return "cuBLAS and own kernels on this rank's GPU; NCCL (or host-staged) transfers";
+  }
+  [[nodiscard]] bool available(std::string* why) const override { return gpu_visible(why); }
+  [[nodiscard]] exec::BackendDevice open(const exec::DeviceOptions& options) const override {
     std::string why;
     if (!gpu_visible(&why))
       fail("--backend cuda: no CUDA device is visible ({}); use --backend cpu on machines without a GPU",
            why);
     CudaDeviceOptions o;
     o.gemm = options.exact_gemm ? GemmPrecision::Fp32 : GemmPrecision::Bf16;
-    return std::make_unique<CudaDevice>(o);
+    auto device = std::make_unique<CudaDevice>(o);
+    CudaDevice& gpu = *device;
+    std::string description = gpu.describe();
+    return exec::BackendDevice(std::move(device), std::move(description),
+                               [&gpu](exec::Comm& world) { return make_transport(world, gpu); });
   }
-  fail("--backend {}: unknown backend (expected cpu, cuda or auto)", backend);
-}
+};
 
-std::unique_ptr<exec::Comm> make_transport(exec::Comm& world, nn::Device& device,
+}  // namespace
+
+bool gpu_visible(std::string* why) { return visible_devices(why) > 0; }
+
+void register_backend(exec::BackendRegistry& registry) { registry.add(std::make_unique<CudaBackend>()); }
+
+std::unique_ptr<exec::Comm> make_transport(exec::Comm& world, CudaDevice& device,
                                            std::string_view transport) {
-  auto* cuda = dynamic_cast<CudaDevice*>(&device);
-  if (!cuda) return nullptr;
   if (const char* env = std::getenv("OCTO_TRANSPORT"); env && *env && transport == "auto") transport = env;
   if (transport == "auto") {
 #if defined(OCTO_HAVE_NCCL)
@@ -61,10 +65,10 @@ std::unique_ptr<exec::Comm> make_transport(exec::Comm& world, nn::Device& device
     transport = "staged";
 #endif
   }
-  if (transport == "staged") return std::make_unique<StagedComm>(world, *cuda);
+  if (transport == "staged") return std::make_unique<StagedComm>(world, device);
   if (transport == "nccl") {
 #if defined(OCTO_HAVE_NCCL)
-    return std::make_unique<NcclComm>(world, *cuda);
+    return std::make_unique<NcclComm>(world, device);
 #else
     fail("transport nccl: this build has no NCCL (use the staged transport: OCTO_TRANSPORT=staged)");
 #endif

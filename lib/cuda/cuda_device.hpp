@@ -70,14 +70,17 @@ class CudaDevice final : public nn::Device {
   /// Returns cached blocks to the driver (synchronizes).
   void empty_cache() { allocator_.empty_cache(); }
 
-  // ---- nn::Device --------------------------------------------------------------------------
+  // ---- nn::Device: streams, then one group per kernel family (nn/kernels/*.hpp), each
+  // launching the kernels of the .cu file of its name (kernels.hpp) -------------------------
   void synchronize() override;
   [[nodiscard]] std::unique_ptr<nn::Event> record_event() override;
   void wait_event(const nn::Event& event) override;
 
+  // gemm: cuBLAS (cuda_device.cpp)
   void gemm(nn::Trans ta, nn::Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
 
+  // elementwise.cu
   void fill(float* x, std::size_t n, float value) override;
   void axpby(std::size_t n, float a, const float* x, float b, float* y) override;
   void activation_forward(Activation act, int rows, int f, const float* in, float* out) override;
@@ -89,6 +92,7 @@ class CudaDevice final : public nn::Device {
   void gate_backward(int rows, int dim, const float* y, const float* z, int ld_z, const float* dout,
                      float* dy, float* dz, int ld_dz) override;
 
+  // norm.cu
   void rmsnorm_forward(int rows, int dim, int groups, const float* x, const float* w, float eps, float* y,
                        float* rstd) override;
   void rmsnorm_backward_input(int rows, int dim, int groups, const float* x, const float* w,
@@ -96,6 +100,12 @@ class CudaDevice final : public nn::Device {
   void rmsnorm_backward_weight(int rows, int dim, int groups, const float* x, const float* rstd,
                                const float* dy, float* dw) override;
 
+  void cross_entropy_forward(int rows, int vocab, const float* logits, const std::int32_t* targets,
+                             float scale, float* lse, float* loss) override;
+  void cross_entropy_backward(int rows, int vocab, const float* logits, const float* lse,
+                              const std::int32_t* targets, float scale, float* dlogits) override;
+
+  // attention.cu
   void rope(int rows, int seq, int heads, int head_dim, float* x, int ld, const float* cos_table,
             const float* sin_table, bool inverse) override;
   void attention_forward(const nn::AttentionShape& s, const float* q, const float* k, const float* v,
@@ -104,6 +114,7 @@ class CudaDevice final : public nn::Device {
                           int ld_qkv, const float* o, const float* d_o, int ld_o, const float* lse, float* dq,
                           float* dk, float* dv) override;
 
+  // mamba.cu
   void conv_forward(const nn::ConvShape& s, const float* x, int ld_x, const float* w, const float* bias,
                     float* y) override;
   void conv_backward_input(const nn::ConvShape& s, const float* w, const float* dy, float* dx,
@@ -114,11 +125,7 @@ class CudaDevice final : public nn::Device {
   void ssd_backward(const nn::SsdShape& s, const nn::SsdArgs& a, const float* checkpoints, const float* dy,
                     const nn::SsdGrads& g) override;
 
-  void cross_entropy_forward(int rows, int vocab, const float* logits, const std::int32_t* targets,
-                             float scale, float* lse, float* loss) override;
-  void cross_entropy_backward(int rows, int vocab, const float* logits, const float* lse,
-                              const std::int32_t* targets, float scale, float* dlogits) override;
-
+  // moe.cu
   void topk_softmax_forward(int rows, int experts, int k, const float* logits, std::int32_t* idx,
                             float* weight) override;
   void topk_softmax_backward(int rows, int experts, int k, const std::int32_t* idx, const float* weight,
@@ -134,8 +141,8 @@ class CudaDevice final : public nn::Device {
   void moe_combine_backward(int n, int k, int dim, const float* ye, const std::int32_t* row_of_slot,
                             const float* weight, const float* dout, float* dye, float* dweight) override;
 
+  // optimizer.cu
   [[nodiscard]] double sum_squares(std::size_t n, const float* x) override;
-
   void adamw(std::size_t n, float* param, const float* grad, float* m, float* v,
              const nn::math::AdamWStep& step) override;
 

@@ -1,7 +1,5 @@
 // Elementwise kernels: grid-stride loops over the shared per-element math (nn/math.hpp).
 
-#include <algorithm>
-
 #include "cuda/launch.cuh"
 
 namespace octo::cuda::kernels {
@@ -11,15 +9,11 @@ using detail::blocks_for;
 using detail::kThreads;
 namespace math = nn::math;
 
-#define GRID_STRIDE(i, n)                                                                        \
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-
-__global__ void fill_kernel(float* x, std::size_t n, float value) { GRID_STRIDE(i, n) x[i] = value; }
+__global__ void fill_kernel(float* x, std::size_t n, float value) { OCTO_GRID_STRIDE(i, n) x[i] = value; }
 
 __global__ void scale_matrix_kernel(int m, int n, float beta, float* c, int ldc) {
   const std::size_t total = static_cast<std::size_t>(m) * n;
-  GRID_STRIDE(i, total) {
+  OCTO_GRID_STRIDE(i, total) {
     float& e = c[(i / n) * ldc + i % n];
     e = beta == 0.0f ? 0.0f : beta * e;
   }
@@ -27,15 +21,15 @@ __global__ void scale_matrix_kernel(int m, int n, float beta, float* c, int ldc)
 
 __global__ void axpby_kernel(std::size_t n, float a, const float* x, float b, float* y) {
   if (b == 0.0f) {  // y may be uninitialized: never read it
-    GRID_STRIDE(i, n) y[i] = a * x[i];
+    OCTO_GRID_STRIDE(i, n) y[i] = a * x[i];
   } else {
-    GRID_STRIDE(i, n) y[i] = a * x[i] + b * y[i];
+    OCTO_GRID_STRIDE(i, n) y[i] = a * x[i] + b * y[i];
   }
 }
 
 __global__ void swiglu_forward_kernel(int rows, int f, const float* in, float* out) {
   const std::size_t total = static_cast<std::size_t>(rows) * f;
-  GRID_STRIDE(i, total) {
+  OCTO_GRID_STRIDE(i, total) {
     const std::size_t r = i / f, j = i % f;
     const float* gate = in + r * 2 * f;
     out[i] = math::swiglu(gate[j], gate[f + j]);
@@ -44,7 +38,7 @@ __global__ void swiglu_forward_kernel(int rows, int f, const float* in, float* o
 
 __global__ void swiglu_backward_kernel(int rows, int f, const float* in, const float* dout, float* din) {
   const std::size_t total = static_cast<std::size_t>(rows) * f;
-  GRID_STRIDE(i, total) {
+  OCTO_GRID_STRIDE(i, total) {
     const std::size_t r = i / f, j = i % f;
     const float gate = in[r * 2 * f + j], up = in[r * 2 * f + f + j];  // read both before din (may alias in)
     float dgate = 0, dup = 0;
@@ -71,23 +65,23 @@ __device__ __forceinline__ float act_grad(float x) {
 
 template <Activation A>
 __global__ void act_forward_kernel(std::size_t n, const float* in, float* out) {
-  GRID_STRIDE(i, n) out[i] = act<A>(in[i]);
+  OCTO_GRID_STRIDE(i, n) out[i] = act<A>(in[i]);
 }
 template <Activation A>
 __global__ void act_backward_kernel(std::size_t n, const float* in, const float* dout, float* din) {
-  GRID_STRIDE(i, n) din[i] = dout[i] * act_grad<A>(in[i]);
+  OCTO_GRID_STRIDE(i, n) din[i] = dout[i] * act_grad<A>(in[i]);
 }
 
 __global__ void silu_forward_kernel(std::size_t n, const float* x, float* y) {
-  GRID_STRIDE(i, n) y[i] = math::silu(x[i]);
+  OCTO_GRID_STRIDE(i, n) y[i] = math::silu(x[i]);
 }
 __global__ void silu_backward_kernel(std::size_t n, const float* x, const float* dy, float* dx) {
-  GRID_STRIDE(i, n) dx[i] = dy[i] * math::silu_grad(x[i]);
+  OCTO_GRID_STRIDE(i, n) dx[i] = dy[i] * math::silu_grad(x[i]);
 }
 
 __global__ void gate_forward_kernel(int rows, int dim, const float* y, const float* z, int ld_z, float* out) {
   const std::size_t total = static_cast<std::size_t>(rows) * dim;
-  GRID_STRIDE(i, total) {
+  OCTO_GRID_STRIDE(i, total) {
     const std::size_t r = i / dim, j = i % dim;
     out[i] = y[i] * math::silu(z[r * ld_z + j]);
   }
@@ -95,41 +89,12 @@ __global__ void gate_forward_kernel(int rows, int dim, const float* y, const flo
 __global__ void gate_backward_kernel(int rows, int dim, const float* y, const float* z, int ld_z,
                                      const float* dout, float* dy, float* dz, int ld_dz) {
   const std::size_t total = static_cast<std::size_t>(rows) * dim;
-  GRID_STRIDE(i, total) {
+  OCTO_GRID_STRIDE(i, total) {
     const std::size_t r = i / dim, j = i % dim;
     const float zv = z[r * ld_z + j], yv = y[i], d = dout[i];
     dy[i] = d * math::silu(zv);
     dz[r * ld_dz + j] = d * yv * math::silu_grad(zv);
   }
-}
-
-__global__ void adamw_kernel(std::size_t n, float* param, const float* grad, float* m, float* v,
-                             math::AdamWStep step) {
-  GRID_STRIDE(i, n) {
-    float p = param[i], mi = m[i], vi = v[i];
-    math::adamw(p, grad[i], mi, vi, step);
-    param[i] = p;
-    m[i] = mi;
-    v[i] = vi;
-  }
-}
-
-constexpr int kSumBlocks = 512;
-
-__global__ void sum_squares_partial_kernel(std::size_t n, const float* x, double* partial) {
-  __shared__ double shared[32];
-  double acc = 0;
-  GRID_STRIDE(i, n) acc += static_cast<double>(x[i]) * x[i];
-  acc = detail::block_sum(acc, shared);
-  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
-}
-
-__global__ void sum_partials_kernel(int count, const double* partial, double* out) {
-  __shared__ double shared[32];
-  double acc = 0;
-  for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partial[i];
-  acc = detail::block_sum(acc, shared);
-  if (threadIdx.x == 0) *out = acc;
 }
 
 }  // namespace
@@ -212,27 +177,6 @@ void gate_backward(cudaStream_t s, int rows, int dim, const float* y, const floa
   if (n == 0) return;
   gate_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(rows, dim, y, z, ld_z, dout, dy, dz, ld_dz);
   CUDA_CHECK_LAUNCH("gate_backward");
-}
-
-void adamw(cudaStream_t s, std::size_t n, float* param, const float* grad, float* m, float* v,
-           const nn::math::AdamWStep& step) {
-  if (n == 0) return;
-  adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, param, grad, m, v, step);
-  CUDA_CHECK_LAUNCH("adamw");
-}
-
-double sum_squares(cudaStream_t s, Workspace& ws, std::size_t n, const float* x) {
-  if (n == 0) return 0.0;
-  double* partial = ws.get<double>(kSumBlocks + 1);
-  const unsigned blocks = std::min<unsigned>(kSumBlocks, blocks_for(n));
-  sum_squares_partial_kernel<<<blocks, kThreads, 0, s>>>(n, x, partial);
-  CUDA_CHECK_LAUNCH("sum_squares_partial");
-  sum_partials_kernel<<<1, kThreads, 0, s>>>(static_cast<int>(blocks), partial, partial + kSumBlocks);
-  CUDA_CHECK_LAUNCH("sum_partials");
-  double out = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&out, partial + kSumBlocks, sizeof(double), cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return out;
 }
 
 }  // namespace octo::cuda::kernels

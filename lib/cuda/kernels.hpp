@@ -1,6 +1,7 @@
 #pragma once
 /// Host-side launchers of the CUDA kernels behind CudaDevice, one per nn::Device call (same
-/// arguments and semantics as documented in nn/device.hpp), plus the stream and a workspace for
+/// arguments and semantics as documented in the family interfaces, nn/kernels/*.hpp; each
+/// family's kernels in the .cu file of its name), plus the stream and a workspace for
 /// temporaries. Each launcher checks its launch (CUDA_CHECK_LAUNCH). The kernels compute their
 /// per-element math with the OCTO_HD functions of nn/math.hpp, so the CPU tests cover it.
 ///
@@ -44,6 +45,8 @@ void silu_backward(cudaStream_t s, std::size_t n, const float* x, const float* d
 void gate_forward(cudaStream_t s, int rows, int dim, const float* y, const float* z, int ld_z, float* out);
 void gate_backward(cudaStream_t s, int rows, int dim, const float* y, const float* z, int ld_z,
                    const float* dout, float* dy, float* dz, int ld_dz);
+
+// ---- optimizer (optimizer.cu) ------------------------------------------------------------------
 void adamw(cudaStream_t s, std::size_t n, float* param, const float* grad, float* m, float* v,
            const nn::math::AdamWStep& step);
 /// Sum of squares in double, returned to the host (synchronizes the stream).

@@ -1,5 +1,5 @@
 #pragma once
-// Shared launch helpers of the .cu files: grid sizes for grid-stride loops, warp and block sums.
+// Shared launch helpers of the .cu files: grid-stride loops and their grid sizes, warp and block sums.
 
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +7,11 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "nn/math.hpp"
+
+/// `for` over the indices i < n this thread handles in a grid-stride loop.
+#define OCTO_GRID_STRIDE(i, n)                                                                   \
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
 
 namespace octo::cuda::detail {
 

@@ -13,10 +13,6 @@ using detail::kThreads;
 constexpr int kMaxTopK = 32;
 constexpr int kPermuteChunk = 256;  // assignments per block of the permutation
 
-#define GRID_STRIDE(i, n)                                                                        \
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-
 // Thread per row: k passes of argmax over the experts not yet chosen (ties: lower index first).
 __global__ void topk_softmax_forward_kernel(int rows, int experts, int k, const float* logits,
                                             std::int32_t* idx, float* weight) {
@@ -111,7 +107,7 @@ __global__ void permute_place_kernel(int slots, int k, int experts, const std::i
 
 __global__ void gather_rows_kernel(int n, int dim, const float* src, const std::int32_t* index, float* dst) {
   const std::size_t total = static_cast<std::size_t>(n) * dim;
-  GRID_STRIDE(e, total) {
+  OCTO_GRID_STRIDE(e, total) {
     const std::size_t i = e / dim, c = e % dim;
     dst[e] = src[static_cast<std::size_t>(index[i]) * dim + c];
   }
@@ -129,7 +125,7 @@ __global__ void scatter_add_rows_kernel(int n, int dim, const float* src, const 
 __global__ void gather_sum_rows_kernel(int n, int k, int dim, const float* src, const std::int32_t* index,
                                        float* dst, bool accumulate) {
   const std::size_t total = static_cast<std::size_t>(n) * dim;
-  GRID_STRIDE(e, total) {
+  OCTO_GRID_STRIDE(e, total) {
     const std::size_t t = e / dim, c = e % dim;
     float acc = accumulate ? dst[e] : 0.0f;
     for (int j = 0; j < k; ++j) acc += src[static_cast<std::size_t>(index[t * k + j]) * dim + c];
@@ -141,7 +137,7 @@ __global__ void moe_combine_forward_kernel(int n, int k, int dim, const float* y
                                            const std::int32_t* row_of_slot, const float* weight, float* out,
                                            bool accumulate) {
   const std::size_t total = static_cast<std::size_t>(n) * dim;
-  GRID_STRIDE(e, total) {
+  OCTO_GRID_STRIDE(e, total) {
     const std::size_t t = e / dim, c = e % dim;
     float acc = accumulate ? out[e] : 0.0f;
     for (int j = 0; j < k; ++j) {
@@ -155,7 +151,7 @@ __global__ void moe_combine_forward_kernel(int n, int k, int dim, const float* y
 __global__ void moe_combine_dye_kernel(int n, int k, int dim, const std::int32_t* row_of_slot,
                                        const float* weight, const float* dout, float* dye) {
   const std::size_t total = static_cast<std::size_t>(n) * k * dim;
-  GRID_STRIDE(e, total) {
+  OCTO_GRID_STRIDE(e, total) {
     const std::size_t slot = e / dim, c = e % dim, t = slot / k;
     dye[static_cast<std::size_t>(row_of_slot[slot]) * dim + c] = weight[slot] * dout[t * dim + c];
   }

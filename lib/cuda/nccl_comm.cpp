@@ -278,20 +278,15 @@ class NcclComm::Pending final : public exec::PendingOp {
 // ---- communicator -------------------------------------------------------------------------------
 
 NcclComm::NcclComm(exec::Comm& host, CudaDevice& device)
-    : host_(&host),
+    : ForwardingComm(host),
       device_(device),
       watchdog_(std::make_shared<NcclWatchdog>(device.ordinal(), host.rank())) {
-  set_timeout(host.timeout());
   init();
 }
 
 NcclComm::NcclComm(std::unique_ptr<exec::Comm> host, CudaDevice& device,
                    std::shared_ptr<NcclWatchdog> watchdog)
-    : owned_host_(std::move(host)),
-      host_(owned_host_.get()),
-      device_(device),
-      watchdog_(std::move(watchdog)) {
-  set_timeout(host_->timeout());
+    : ForwardingComm(std::move(host)), device_(device), watchdog_(std::move(watchdog)) {
   init();
 }
 
@@ -314,8 +309,7 @@ void NcclComm::init() {
   std::vector<float> bytes(sizeof(id.internal), 0.0f);
   if (rank() == 0)
     for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(id.internal[i]);
-  host_->set_timeout(timeout());
-  host_->all_reduce(std::span<float>(bytes), exec::ReduceOp::Max);
+  host().all_reduce(std::span<float>(bytes), exec::ReduceOp::Max);
   for (std::size_t i = 0; i < bytes.size(); ++i)
     id.internal[i] = static_cast<char>(static_cast<unsigned char>(bytes[i]));
   const std::uint64_t phase = watchdog_->watch_phase(
@@ -400,8 +394,7 @@ void NcclComm::all_reduce(std::span<float> data, exec::ReduceOp op) {
   CUDA_CHECK(cudaPointerGetAttributes(&attributes, data.data()));
   if (data.empty() || attributes.type == cudaMemoryTypeHost ||
       attributes.type == cudaMemoryTypeUnregistered) {
-    host_->set_timeout(timeout());
-    host_->all_reduce(data, op);
+    host().all_reduce(data, op);
     return;
   }
   if (size() == 1) return;
@@ -438,23 +431,18 @@ void NcclComm::all_reduce(std::span<float> data, exec::ReduceOp op) {
 
 void NcclComm::barrier() {
   check_healthy();
-  host_->set_timeout(timeout());
-  host_->barrier();
+  ForwardingComm::barrier();
 }
 
 std::unique_ptr<exec::Comm> NcclComm::split(int color, int key) {
   check_healthy();
   end_batch();
-  host_->set_timeout(timeout());
-  std::unique_ptr<exec::Comm> child_host = host_->split(color, key);
-  auto child = std::unique_ptr<NcclComm>(new NcclComm(std::move(child_host), device_, watchdog_));
-  child->set_timeout(timeout());
-  return child;
+  return std::unique_ptr<NcclComm>(new NcclComm(split_host(color, key), device_, watchdog_));
 }
 
 void NcclComm::abort(int code) noexcept {
   watchdog_->abort_all(fmt::format("abort requested on rank {}", rank()));
-  host_->abort(code);
+  ForwardingComm::abort(code);
 }
 
 }  // namespace octo::cuda

@@ -14,7 +14,7 @@
 ///   Tags are not transmitted (NCCL has none); they name transfers in messages.
 /// - Collectives: all_reduce of device memory is ncclAllReduce on the communication stream,
 ///   waited for with the timeout; host memory (losses, flags, the gradient check) and barrier()
-///   go to the host communicator.
+///   go to the host communicator (exec::ForwardingComm).
 /// - Watchdog: a thread per process watches every transfer in flight and every communicator set-up;
 ///   when one has not completed within the communicator's timeout, or NCCL reports an asynchronous
 ///   error, it aborts every communicator (ncclCommAbort, so kernels stuck on a dead peer return),
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "cuda/cuda_device.hpp"
-#include "exec/comm.hpp"
+#include "exec/forwarding_comm.hpp"
 
 typedef struct ncclComm* ncclComm_t;
 
@@ -37,17 +37,14 @@ class NcclWatchdog;
 struct NcclTransfer;
 struct NcclBatch;
 
-class NcclComm final : public exec::Comm {
+class NcclComm final : public exec::ForwardingComm {
  public:
   /// Collective over `host`: the NCCL communicator of the same ranks on `device`. `host` must
   /// outlive this communicator; it keeps the host's timeout in sync with its own.
   NcclComm(exec::Comm& host, CudaDevice& device);
   ~NcclComm() override;
 
-  [[nodiscard]] int rank() const override { return host_->rank(); }
-  [[nodiscard]] int size() const override { return host_->size(); }
   [[nodiscard]] std::string_view backend() const override { return "nccl"; }
-  [[nodiscard]] int max_tag() const override { return host_->max_tag(); }
 
   [[nodiscard]] exec::Request isend(std::span<const float> data, int peer, int tag) override;
   [[nodiscard]] exec::Request irecv(std::span<float> data, int peer, int tag) override;
@@ -72,8 +69,6 @@ class NcclComm final : public exec::Comm {
   exec::Request post(const NcclTransfer& t);
   void issue(const std::shared_ptr<NcclBatch>& batch);
 
-  std::unique_ptr<exec::Comm> owned_host_;  ///< split() children own their host group
-  exec::Comm* host_;
   CudaDevice& device_;
   std::shared_ptr<NcclWatchdog> watchdog_;
   ncclComm_t comm_ = nullptr;

@@ -157,21 +157,12 @@ class StagedComm::RecvOp final : public exec::PendingOp {
 // ---- communicator -------------------------------------------------------------------------------
 
 StagedComm::StagedComm(exec::Comm& host, CudaDevice& device)
-    : host_(&host), device_(device), pool_(std::make_shared<PinnedPool>()) {
-  set_timeout(host.timeout());
-}
+    : ForwardingComm(host), device_(device), pool_(std::make_shared<PinnedPool>()) {}
 
 StagedComm::StagedComm(std::unique_ptr<exec::Comm> host, CudaDevice& device, std::shared_ptr<PinnedPool> pool)
-    : owned_host_(std::move(host)), host_(owned_host_.get()), device_(device), pool_(std::move(pool)) {
-  set_timeout(host_->timeout());
-}
+    : ForwardingComm(std::move(host)), device_(device), pool_(std::move(pool)) {}
 
 StagedComm::~StagedComm() = default;
-
-exec::Comm& StagedComm::host() {
-  host_->set_timeout(timeout());
-  return *host_;
-}
 
 exec::Request StagedComm::isend(std::span<const float> data, int peer, int tag) {
   if (data.empty()) return host().isend(data, peer, tag);
@@ -197,12 +188,8 @@ void StagedComm::all_reduce(std::span<float> data, exec::ReduceOp op) {
   pool_->release_after(staged, data.size_bytes(), s);
 }
 
-void StagedComm::barrier() { host().barrier(); }
-
 std::unique_ptr<exec::Comm> StagedComm::split(int color, int key) {
-  auto child = std::unique_ptr<StagedComm>(new StagedComm(host().split(color, key), device_, pool_));
-  child->set_timeout(timeout());
-  return child;
+  return std::unique_ptr<StagedComm>(new StagedComm(split_host(color, key), device_, pool_));
 }
 
 }  // namespace octo::cuda

@@ -7,44 +7,36 @@
 /// A send copies the tensor to host memory on the communication stream (after the compute
 /// stream, which produced it) and posts the host send once the copy is done; a receive posts the
 /// host receive at once and, when it has arrived, copies the data to the device buffer on the
-/// compute stream, so the consumer is ordered after it. Host-memory collectives go straight to
-/// the host communicator.
+/// compute stream, so the consumer is ordered after it. Host-memory collectives, barrier and
+/// abort go straight to the host communicator (exec::ForwardingComm).
 
 #include <memory>
 
 #include "cuda/cuda_device.hpp"
-#include "exec/comm.hpp"
+#include "exec/forwarding_comm.hpp"
 
 namespace octo::cuda {
 
 class PinnedPool;
 
-class StagedComm final : public exec::Comm {
+class StagedComm final : public exec::ForwardingComm {
  public:
   /// `host` must outlive this communicator (not collective: no set-up is needed).
   StagedComm(exec::Comm& host, CudaDevice& device);
   ~StagedComm() override;
 
-  [[nodiscard]] int rank() const override { return host_->rank(); }
-  [[nodiscard]] int size() const override { return host_->size(); }
   [[nodiscard]] std::string_view backend() const override { return "mpi-staged"; }
-  [[nodiscard]] int max_tag() const override { return host_->max_tag(); }
 
   [[nodiscard]] exec::Request isend(std::span<const float> data, int peer, int tag) override;
   [[nodiscard]] exec::Request irecv(std::span<float> data, int peer, int tag) override;
   void all_reduce(std::span<float> data, exec::ReduceOp op = exec::ReduceOp::Sum) override;
-  void barrier() override;
   [[nodiscard]] std::unique_ptr<exec::Comm> split(int color, int key) override;
-  void abort(int code) noexcept override { host_->abort(code); }
 
  private:
   class SendOp;
   class RecvOp;
   StagedComm(std::unique_ptr<exec::Comm> host, CudaDevice& device, std::shared_ptr<PinnedPool> pool);
-  exec::Comm& host();
 
-  std::unique_ptr<exec::Comm> owned_host_;
-  exec::Comm* host_;
   CudaDevice& device_;
   std::shared_ptr<PinnedPool> pool_;
 };

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <span>
@@ -18,6 +17,7 @@
 #include "nn/data.hpp"
 #include "nn/model.hpp"
 #include "plan/lower.hpp"
+#include "spec/kinds/mlp.hpp"
 
 namespace octo::exec {
 namespace {
@@ -95,22 +95,6 @@ std::string iso_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   return buf;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        std::string v = line.substr(colon + 1);
-        v.erase(0, v.find_first_not_of(" \t"));
-        return v;
-      }
-    }
-  }
-  return "unknown CPU";
 }
 
 /// Keeps the core busy for `us` microseconds: a stand-in for compute.
@@ -388,7 +372,7 @@ Timing measure_overhead(nn::Device& device, Comm& world, Comm& comm, const Profi
     micro.vocab = nn::kByteVocab;
     micro.hidden = hidden;
     micro.seq_len = seq;
-    micro.mlp = MlpSpec{8, Activation::SwiGlu};
+    micro.sections.set(MlpSpec{8, Activation::SwiGlu});
     micro.training.micro_batch = batch;
     micro.training.dtype = DType::FP32;
     micro.layers.push_back({{BlockKind::Embedding}, "embedding"});
@@ -513,12 +497,16 @@ std::string layer_key(const ModelSpec& model, std::size_t layer) {
   return key;
 }
 
-std::string describe_device(const nn::Device& device) {
+namespace {
+
+/// "host (hardware)" for the costs file's `device`.
+std::string describe_device(const nn::Device& device, const std::string& hardware) {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");
-  const std::string what = device.name() == "cpu" ? cpu_model() : std::string(device.name());
-  return fmt::format("{} ({})", host, what);
+  return fmt::format("{} ({})", host, hardware.empty() ? std::string(device.name()) : hardware);
 }
+
+}  // namespace
 
 ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& world, const ProfileOptions& o,
                             const ProgressFn& progress, Comm* transport) {
@@ -629,7 +617,7 @@ ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& wor
   CostProfile& c = result.costs;
   c.source = CostProfile::Source::Measured;
   c.model = model.name;
-  c.device = describe_device(device);
+  c.device = describe_device(device, o.hardware);
   c.backend = o.backend;
   c.date = iso_now();
   c.origin = "<octorun profile>";

@@ -55,6 +55,9 @@ struct ProfileOptions {
   bool link = true;             ///< with >= 2 ranks, measure the point-to-point link between ranks 0 and 1
   int link_reps = 30;           ///< round trips per message size
   std::string backend = "cpu";  ///< written into the costs file
+  /// The device's hardware as its backend describes it (BackendDevice::description), written into
+  /// the costs file as "host (hardware)"; empty: the device's name.
+  std::string hardware;
   /// What the costs file gets of each op's samples. The median is the op's typical time; the
   /// (5 %-trimmed) mean keeps the share of slow repetitions a sum of many ops (a step) pays.
   enum class Statistic : std::uint8_t { Median, Mean };
@@ -131,9 +134,6 @@ using ProgressFn = std::function<void(const std::string& line)>;
 /// The key identifying layers with identical costs: embedding, LM head, or the parts of a block
 /// (dimensions are per kind in a model spec). "E|M-|..." style, stable across runs.
 [[nodiscard]] std::string layer_key(const ModelSpec& model, std::size_t layer);
-
-/// "host (CPU model)" for the CPU backend, else "host (device name)".
-[[nodiscard]] std::string describe_device(const nn::Device& device);
 
 /// Profiles `model` on `device`; collective over `world` (every rank calls it with the same
 /// arguments; a single rank is fine). `transport` is the communicator that carries the runtime's

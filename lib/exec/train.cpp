@@ -11,7 +11,6 @@
 #include "core/fs.hpp"
 #include "core/log.hpp"
 #include "exec/report.hpp"
-#include "nn/cpu_device.hpp"
 #include "nn/data.hpp"
 #include "sim/trace.hpp"
 
@@ -29,21 +28,20 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-
 struct Setup {
-  std::unique_ptr<nn::Device> device;
+  std::optional<BackendDevice> device;
   ExecPlan plan;
   std::optional<nn::TextData> data;
 };
 
-Setup set_up(const Comm& world, const TrainOptions& o) {
+Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& backends) {
   if (o.steps <= 0) fail("--steps {}: expected a positive number of steps", o.steps);
   if (!(o.lr > 0) || !std::isfinite(o.lr)) fail("--lr {}: expected a positive learning rate", o.lr);
   if (!(o.timeout_s > 0)) fail("--timeout {}: expected a positive number of seconds", o.timeout_s);
   check_output_path(o.report_path, "--report");
   check_output_path(o.trace_path, "--trace");
   Setup s;
-  s.device = o.backends.device ? o.backends.device(o.backend, o.check) : make_device(o.backend);
+  s.device.emplace(backends.get(o.backend).open({.exact_gemm = o.check}));
   s.plan = load_exec_plan(o.plan_path, world.size());
   s.data.emplace(nn::TextData::load(o.data_path.empty() ? default_data_path() : o.data_path));
   // Fails now, not mid-step, when the text is too short for the plan's sequences.
@@ -86,16 +84,7 @@ std::string default_data_path() {
        built.empty() ? std::string("<unknown source tree>") : built);
 }
 
-std::unique_ptr<nn::Device> make_device(const std::string& backend) {
-  if (backend == "cpu") return std::make_unique<nn::CpuDevice>(1);
-  if (backend == "cuda")
-    fail(
-        "--backend cuda: not built with CUDA / no GPU (this octorun has no CUDA device yet; use --backend "
-        "cpu)");
-  fail("--backend {}: unknown backend (expected cpu or cuda)", backend);
-}
-
-TrainResult train(Comm& world, const TrainOptions& o) {
+TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& backends) {
   TrainResult result;
   world.set_timeout(
       std::chrono::milliseconds(static_cast<std::int64_t>(std::max(o.timeout_s, 0.001) * 1000.0)));
@@ -106,7 +95,7 @@ TrainResult train(Comm& world, const TrainOptions& o) {
   std::optional<Setup> setup;
   std::string error;
   try {
-    setup.emplace(set_up(world, o));
+    setup.emplace(set_up(world, o, backends));
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -120,15 +109,14 @@ TrainResult train(Comm& world, const TrainOptions& o) {
 
   const ExecPlan& plan = setup->plan;
   const Plan& p = plan.plan;
-  nn::Device& device = *setup->device;
+  nn::Device& device = setup->device->device();
   const nn::TextData& data = *setup->data;
   RuntimeOptions ro;
   ro.seed = o.seed;
   ro.optimizer.lr = o.lr;
   ro.fault = o.fault;
   // The transfers' communicator (NCCL for a CUDA device); host-memory collectives stay on `world`.
-  std::unique_ptr<Comm> transport;
-  if (o.backends.transport) transport = o.backends.transport(world, device);
+  std::unique_ptr<Comm> transport = setup->device->make_transport(world);
   Comm& comm = transport ? *transport : world;
   comm.set_timeout(world.timeout());
   Runtime runtime(plan, comm, device, data, ro);

@@ -4,12 +4,12 @@
 /// parses options, starts MPI and calls train().
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/backend.hpp"
 #include "exec/comm.hpp"
 #include "exec/grad_check.hpp"
 #include "exec/runtime.hpp"
@@ -17,20 +17,9 @@
 
 namespace octo::exec {
 
-/// How octorun builds the compute backend and the transport; octorun fills both from
-/// lib/cuda/backend.hpp when it is built with CUDA. Empty: make_device() below, and the world
-/// communicator itself carries the transfers.
-struct Backends {
-  /// (--backend, exact fp32 GEMMs for --check) -> the device; throws octo::Error when unusable.
-  std::function<std::unique_ptr<nn::Device>(const std::string&, bool)> device;
-  /// Collective over the world: the communicator for the runtime's transfers on `device`
-  /// (NCCL for a CUDA device), or nullptr to use the world.
-  std::function<std::unique_ptr<Comm>(Comm&, nn::Device&)> transport;
-};
-
 struct TrainOptions {
   std::string plan_path;
-  std::string backend = "cpu";  ///< cpu | cuda
+  std::string backend = "cpu";  ///< a name of the registry train() is given
   int steps = 1;
   std::string data_path;  ///< empty: default_data_path()
   std::uint64_t seed = 1;
@@ -44,7 +33,6 @@ struct TrainOptions {
   int print_every = 1;    ///< loss line every k steps (and the last one)
   bool quiet = false;     ///< no loss lines (the summary is still printed)
   FaultInjection fault;
-  Backends backends;
 };
 
 struct TrainResult {
@@ -61,14 +49,12 @@ struct TrainResult {
 /// the binary was built from; throws octo::Error naming both when neither exists.
 [[nodiscard]] std::string default_data_path();
 
-/// The compute backend by name: "cpu" (CpuDevice, one BLAS thread per rank); "cuda" throws
-/// octo::Error "not built with CUDA / no GPU" until the CUDA device exists.
-[[nodiscard]] std::unique_ptr<nn::Device> make_device(const std::string& backend);
-
-/// Runs the job on this rank; collective over `world`. Set-up problems (bad plan, world size,
-/// unreadable data, unknown backend) are agreed on by all ranks before any work and returned
-/// (exit code 2). Errors while training are thrown as octo::Error "[rank r] error at <op>: ...":
-/// the caller prints them and aborts the job (Comm::abort).
-[[nodiscard]] TrainResult train(Comm& world, const TrainOptions& options);
+/// Runs the job on this rank; collective over `world`. The device is `options.backend` of
+/// `backends` (opened with exact GEMMs for --check), the transfers go over the transport it
+/// prefers. Set-up problems (bad plan, world size, unreadable data, an unknown or unusable
+/// backend) are agreed on by all ranks before any work and returned (exit code 2). Errors while
+/// training are thrown as octo::Error "[rank r] error at <op>: ...": the caller prints them and
+/// aborts the job (Comm::abort).
+[[nodiscard]] TrainResult train(Comm& world, const TrainOptions& options, const BackendRegistry& backends);
 
 }  // namespace octo::exec

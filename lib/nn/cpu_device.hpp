@@ -1,7 +1,9 @@
 #pragma once
 /// The CPU backend: OpenBLAS for every GEMM, plain loops over the shared per-element math for the
 /// rest, a caching allocator so a training step does not return to malloc. Work runs
-/// synchronously on the calling thread, so events are always complete.
+/// synchronously on the calling thread, so events are always complete. Memory and events are in
+/// cpu_device.cpp; each kernel family (nn/kernels/*.hpp) in the file of its name under nn/cpu/,
+/// as the CUDA backend's are in cuda/*.cu.
 
 #include <cstddef>
 #include <map>
@@ -24,9 +26,11 @@ class CpuDevice : public Device {
   [[nodiscard]] std::unique_ptr<Event> record_event() override;
   void wait_event(const Event&) override {}
 
+  // ---- nn/cpu/gemm.cpp
   void gemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
             int ldb, float beta, float* c, int ldc) override;
 
+  // ---- nn/cpu/elementwise.cpp
   void fill(float* x, std::size_t n, float value) override;
   void axpby(std::size_t n, float a, const float* x, float b, float* y) override;
   void activation_forward(Activation act, int rows, int f, const float* in, float* out) override;
@@ -38,6 +42,7 @@ class CpuDevice : public Device {
   void gate_backward(int rows, int dim, const float* y, const float* z, int ld_z, const float* dout,
                      float* dy, float* dz, int ld_dz) override;
 
+  // ---- nn/cpu/norm.cpp
   void rmsnorm_forward(int rows, int dim, int groups, const float* x, const float* w, float eps, float* y,
                        float* rstd) override;
   void rmsnorm_backward_input(int rows, int dim, int groups, const float* x, const float* w,
@@ -45,6 +50,12 @@ class CpuDevice : public Device {
   void rmsnorm_backward_weight(int rows, int dim, int groups, const float* x, const float* rstd,
                                const float* dy, float* dw) override;
 
+  void cross_entropy_forward(int rows, int vocab, const float* logits, const std::int32_t* targets,
+                             float scale, float* lse, float* loss) override;
+  void cross_entropy_backward(int rows, int vocab, const float* logits, const float* lse,
+                              const std::int32_t* targets, float scale, float* dlogits) override;
+
+  // ---- nn/cpu/attention.cpp
   void rope(int rows, int seq, int heads, int head_dim, float* x, int ld, const float* cos_table,
             const float* sin_table, bool inverse) override;
   void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, int ld_qkv,
@@ -53,6 +64,7 @@ class CpuDevice : public Device {
                           const float* o, const float* d_o, int ld_o, const float* lse, float* dq, float* dk,
                           float* dv) override;
 
+  // ---- nn/cpu/mamba.cpp
   void conv_forward(const ConvShape& s, const float* x, int ld_x, const float* w, const float* bias,
                     float* y) override;
   void conv_backward_input(const ConvShape& s, const float* w, const float* dy, float* dx,
@@ -63,11 +75,7 @@ class CpuDevice : public Device {
   void ssd_backward(const SsdShape& s, const SsdArgs& a, const float* checkpoints, const float* dy,
                     const SsdGrads& g) override;
 
-  void cross_entropy_forward(int rows, int vocab, const float* logits, const std::int32_t* targets,
-                             float scale, float* lse, float* loss) override;
-  void cross_entropy_backward(int rows, int vocab, const float* logits, const float* lse,
-                              const std::int32_t* targets, float scale, float* dlogits) override;
-
+  // ---- nn/cpu/moe.cpp
   void topk_softmax_forward(int rows, int experts, int k, const float* logits, std::int32_t* idx,
                             float* weight) override;
   void topk_softmax_backward(int rows, int experts, int k, const std::int32_t* idx, const float* weight,
@@ -83,8 +91,8 @@ class CpuDevice : public Device {
   void moe_combine_backward(int n, int k, int dim, const float* ye, const std::int32_t* row_of_slot,
                             const float* weight, const float* dout, float* dye, float* dweight) override;
 
+  // ---- nn/cpu/optimizer.cpp
   [[nodiscard]] double sum_squares(std::size_t n, const float* x) override;
-
   void adamw(std::size_t n, float* param, const float* grad, float* m, float* v,
              const math::AdamWStep& step) override;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "nn/layers/kinds.hpp"
 #include "nn/layers/layers.hpp"
 
 namespace octo::nn {
@@ -13,13 +14,11 @@ std::unique_ptr<Layer> build_layer(const ModelSpec& model, std::size_t index, st
     fail("model {}: layer {} out of range (the model has {} layers)", model.name, index, model.layers.size());
   const auto& parts = model.layers[index].parts;
   if (parts.empty()) fail("model {}: layer {} has no parts", model.name, index);
-  const bool is_embedding = parts.front() == BlockKind::Embedding;
-  const bool is_head = parts.front() == BlockKind::LmHead;
-  if ((is_embedding || is_head) && parts.size() != 1)
+  const KindFactory& whole = kind_factory(parts.front());
+  if (whole.make_layer && parts.size() != 1)
     fail("model {}: layer {}: {} must be a layer of its own", model.name, index, to_string(parts.front()));
-  std::unique_ptr<Layer> layer = is_embedding ? make_embedding(model, index, device)
-                                 : is_head    ? make_lm_head(model, index, device)
-                                              : make_block(model, index, device);
+  std::unique_ptr<Layer> layer =
+      whole.make_layer ? whole.make_layer(model, index, device) : make_block(model, index, device);
   layer->params().materialize(device, seed, index);
   return layer;
 }

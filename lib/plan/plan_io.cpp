@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "plan/deadlock.hpp"
+#include "plan/json_reader.hpp"
 #include "spec/loader.hpp"
 
 namespace octo {
@@ -16,97 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string_view json_type(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "an integer";
-    case json::value_t::number_float:
-      return "a floating-point number";
-    default:
-      return "an unsupported value";
-  }
-}
-
-/// Reads JSON values with the JSON path of each in every message.
-class Reader {
- public:
-  explicit Reader(const std::string& source) : source_(source) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& problem,
-                         const std::string& expected = {}) const {
-    throw InputError(SourceLocation{source_}, path, problem, expected);
-  }
-
-  const json& object(const json& j, const std::string& path,
-                     std::initializer_list<std::string_view> keys) const {
-    if (!j.is_object()) fail(path, fmt::format("is {}", json_type(j)), "an object");
-    for (const auto& [key, value] : j.items()) {
-      if (std::find(keys.begin(), keys.end(), key) == keys.end())
-        fail(join(path, key), "unknown key", fmt::format("one of {}", fmt::join(keys, ", ")));
-    }
-    return j;
-  }
-
-  const json* optional(const json& obj, std::string_view key) const {
-    const auto it = obj.find(key);
-    return it == obj.end() ? nullptr : &*it;
-  }
-
-  const json& required(const json& obj, const std::string& path, std::string_view key) const {
-    const json* j = optional(obj, key);
-    if (!j) fail(join(path, key), "missing");
-    return *j;
-  }
-
-  std::int64_t integer(const json& j, const std::string& path,
-                       std::int64_t lo = std::numeric_limits<std::int32_t>::min(),
-                       std::int64_t hi = std::numeric_limits<std::int32_t>::max()) const {
-    if (j.is_number_unsigned()) {
-      const auto v = j.get<std::uint64_t>();
-      if (v > static_cast<std::uint64_t>(hi))
-        fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
-      return static_cast<std::int64_t>(v);
-    }
-    if (!j.is_number_integer()) fail(path, fmt::format("is {}", json_type(j)), "an integer");
-    const auto v = j.get<std::int64_t>();
-    if (v < lo || v > hi) fail(path, fmt::format("{} does not fit", v), fmt::format("{}..{}", lo, hi));
-    return v;
-  }
-
-  std::string string(const json& j, const std::string& path) const {
-    if (!j.is_string()) fail(path, fmt::format("is {}", json_type(j)), "a string");
-    return j.get<std::string>();
-  }
-
-  bool boolean(const json& j, const std::string& path) const {
-    if (!j.is_boolean()) fail(path, fmt::format("is {}", json_type(j)), "true or false");
-    return j.get<bool>();
-  }
-
-  const json& array(const json& j, const std::string& path) const {
-    if (!j.is_array()) fail(path, fmt::format("is {}", json_type(j)), "an array");
-    return j;
-  }
-
-  static std::string join(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
-  }
-  static std::string index(const std::string& path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
-
- private:
-  const std::string& source_;
-};
+/// The plan format's reader (located JSON errors, plan/json_reader.hpp).
+using Reader = JsonReader;
 
 OpKind parse_kind(const Reader& rd, const json& j, const std::string& path) {
   const std::string name = rd.string(j, path);
@@ -144,16 +56,6 @@ Op parse_op(const Reader& rd, const json& j, const std::string& path) {
   return op;
 }
 
-void parse_input(const Reader& rd, const json& inputs, std::string_view key, std::string& source,
-                 std::string& yaml) {
-  const json* j = rd.optional(inputs, key);
-  if (!j) return;
-  const std::string path = Reader::join("inputs", key);
-  rd.object(*j, path, {"source", "yaml"});
-  if (const json* s = rd.optional(*j, "source")) source = rd.string(*s, Reader::join(path, "source"));
-  if (const json* y = rd.optional(*j, "yaml")) yaml = rd.string(*y, Reader::join(path, "yaml"));
-}
-
 json op_json(const Op& op) {
   json j = {{"op", to_string(op.kind)}, {"stage", op.stage}, {"mb", op.mb}};
   if (is_comm(op.kind)) {
@@ -177,6 +79,27 @@ std::string nest(const std::string& text, int indent) {
 
 }  // namespace
 
+json inputs_to_json(const Plan& plan) {
+  return {{"model", {{"source", plan.model_source}, {"yaml", plan.model_yaml}}},
+          {"cluster", {{"source", plan.cluster_source}, {"yaml", plan.cluster_yaml}}},
+          {"costs", {{"source", plan.costs_source}, {"yaml", plan.costs_yaml}}}};
+}
+
+void inputs_from_json(const JsonReader& rd, const json& inputs, const std::string& path, Plan& plan) {
+  rd.object(inputs, path, {"model", "cluster", "costs"});
+  const auto read = [&](std::string_view key, std::string& source, std::string& yaml) {
+    const json* j = rd.optional(inputs, key);
+    if (!j) return;
+    const std::string at = JsonReader::join(path, key);
+    rd.object(*j, at, {"source", "yaml"});
+    if (const json* s = rd.optional(*j, "source")) source = rd.string(*s, JsonReader::join(at, "source"));
+    if (const json* y = rd.optional(*j, "yaml")) yaml = rd.string(*y, JsonReader::join(at, "yaml"));
+  };
+  read("model", plan.model_source, plan.model_yaml);
+  read("cluster", plan.cluster_source, plan.cluster_yaml);
+  read("costs", plan.costs_source, plan.costs_yaml);
+}
+
 json to_json(const Plan& plan) {
   json stages = json::array();
   for (const Stage& st : plan.stages)
@@ -192,10 +115,7 @@ json to_json(const Plan& plan) {
       {"schema_version", plan.schema_version},
       {"generator", plan.generator},
       {"method", plan.method},
-      {"inputs",
-       {{"model", {{"source", plan.model_source}, {"yaml", plan.model_yaml}}},
-        {"cluster", {{"source", plan.cluster_source}, {"yaml", plan.cluster_yaml}}},
-        {"costs", {{"source", plan.costs_source}, {"yaml", plan.costs_yaml}}}}},
+      {"inputs", inputs_to_json(plan)},
       {"parallel", {{"devices", plan.devices}, {"tp", plan.tp}, {"dp", plan.dp}}},
       {"microbatches", plan.microbatches},
       {"micro_batch", plan.micro_batch},
@@ -269,12 +189,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
 
   if (const json* g = rd.optional(j, "generator")) plan.generator = rd.string(*g, "generator");
   if (const json* m = rd.optional(j, "method")) plan.method = rd.string(*m, "method");
-  if (const json* inputs = rd.optional(j, "inputs")) {
-    rd.object(*inputs, "inputs", {"model", "cluster", "costs"});
-    parse_input(rd, *inputs, "model", plan.model_source, plan.model_yaml);
-    parse_input(rd, *inputs, "cluster", plan.cluster_source, plan.cluster_yaml);
-    parse_input(rd, *inputs, "costs", plan.costs_source, plan.costs_yaml);
-  }
+  if (const json* inputs = rd.optional(j, "inputs")) inputs_from_json(rd, *inputs, "inputs", plan);
 
   const json& parallel = rd.object(rd.required(j, "", "parallel"), "parallel", {"devices", "tp", "dp"});
   plan.devices =
@@ -331,30 +246,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
 void save_plan(const Plan& plan, const std::string& path) { write_file_atomic(path, plan_to_string(plan)); }
 
 Plan parse_plan(std::string_view text, const std::string& source, const LoadOptions& options) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // Position of the offending character, 1-based.
-    const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    int line = 1, column = 1;
-    for (std::size_t i = 0; i < byte; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string detail = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax error
-    // ..."
-    if (const auto at = detail.find("column"); at != std::string::npos) {
-      if (const auto colon = detail.find(": ", at); colon != std::string::npos)
-        detail = detail.substr(colon + 2);
-    }
-    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
-  }
+  const json j = parse_json(text, source);
   Plan plan = plan_from_json(j, source);
   if (options.validate) {
     ValidateOptions validation = options.validation;

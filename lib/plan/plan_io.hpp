@@ -21,10 +21,18 @@
 #include <string>
 #include <string_view>
 
+#include "plan/json_reader.hpp"
 #include "plan/plan.hpp"
 #include "plan/validate.hpp"
 
 namespace octo {
+
+/// The "inputs" object of a plan file: {"model": {"source", "yaml"}, "cluster": ..., "costs": ...}.
+[[nodiscard]] nlohmann::json inputs_to_json(const Plan& plan);
+
+/// Reads an "inputs" object (found at JSON path `path`) into the plan's input texts and sources.
+void inputs_from_json(const JsonReader& reader, const nlohmann::json& inputs, const std::string& path,
+                      Plan& plan);
 
 /// The plan as a JSON value (the format above).
 [[nodiscard]] nlohmann::json to_json(const Plan& plan);

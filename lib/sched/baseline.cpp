@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
+#include "plan/embed.hpp"
 #include "plan/lower.hpp"
 #include "plan/validate.hpp"
 #include "sched/partition.hpp"
@@ -103,14 +103,8 @@ struct BoundCache {
 Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r, bool recompute,
            BoundCache& cache) {
   Plan plan;
-  plan.generator = fmt::format("octoplan {}", version());
+  embed_inputs(plan, in);
   plan.method = method_name(o);
-  plan.model_yaml = in.model_yaml;
-  plan.cluster_yaml = in.cluster_yaml;
-  plan.costs_yaml = in.costs_yaml;
-  plan.model_source = in.model.source;
-  plan.cluster_source = in.cluster.source;
-  plan.costs_source = in.costs.origin;
   plan.devices = r.p;
   plan.tp = in.cluster.tp;
   plan.dp = in.cluster.dp;

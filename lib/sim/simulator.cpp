@@ -481,6 +481,7 @@ struct Simulator::Run {
       }
     }
     r.devices.assign(static_cast<std::size_t>(D), DeviceMetrics{});
+    r.live_activation_bytes.resize(options.record_timeline ? static_cast<std::size_t>(D) : 0);
     r.fits_memory = true;
     r.max_peak_memory_bytes = 0;
     double busy_total = 0;
@@ -492,11 +493,18 @@ struct Simulator::Run {
       std::int64_t live = 0, peak = 0;
       int live_mb = 0, peak_mb = 0;
       std::int32_t id = s.offset[static_cast<std::size_t>(d)];
+      std::vector<std::int64_t>* live_after = nullptr;
+      if (options.record_timeline) {
+        live_after = &r.live_activation_bytes[static_cast<std::size_t>(d)];
+        live_after->clear();
+        live_after->reserve(plan.programs[static_cast<std::size_t>(d)].size());
+      }
       for (const Op& op : plan.programs[static_cast<std::size_t>(d)]) {
         const double dur = s.node[static_cast<std::size_t>(id++)].dur;
         if (is_comm(op.kind)) {
           ++dm.comm_ops;
           dm.comm_ms += dur;
+          if (live_after) live_after->push_back(live);
           continue;
         }
         ++dm.compute_ops;
@@ -528,6 +536,7 @@ struct Simulator::Run {
           default:
             break;
         }
+        if (live_after) live_after->push_back(live);
       }
       dm.peak_activation_bytes = peak;
       dm.peak_memory_bytes = dm.static_bytes + peak;

@@ -68,6 +68,10 @@ struct SimResult {
   std::vector<OpRef> critical_path;
   /// timeline[d][i] = span of programs[d][i]; empty unless SimOptions::record_timeline.
   std::vector<std::vector<OpSpan>> timeline;
+  /// live_activation_bytes[d][i] = activation bytes device d holds once programs[d][i] has run
+  /// (a comm op repeats the value before it): with the timeline, the memory-over-time curve of
+  /// each device (static_bytes below it). Empty unless SimOptions::record_timeline.
+  std::vector<std::vector<std::int64_t>> live_activation_bytes;
 };
 
 /// Reusable simulator: keeps its flat per-op buffers between runs (the tuner's inner loop).

@@ -5,7 +5,8 @@
 /// Model YAML (profiles/models/*.yaml); unknown keys are errors at every level:
 ///   name: str                  vocab, hidden, seq_len: positive integers
 ///   tie_embeddings: bool       (default false: the LM head has its own vocab x hidden weights)
-///   pattern: "M-M*-E"          one block per symbol: M Mamba, * attention, - MLP, E MoE;
+///   pattern: "M-M*-E"          one block per symbol of a registered kind (spec/kinds.cpp):
+///                              M Mamba, * attention, - MLP, E MoE, ...;
 ///                              or a list of strings, concatenated in order
 ///   layers: [...]              instead of pattern; each entry is one of
 ///                                "M*" / "mamba"                  symbols (one block each) or a kind name
@@ -14,11 +15,8 @@
 ///                                {pattern: "M-"}                  symbols
 ///                              with optional `repeat: N` and (not with pattern) `label: str`
 ///   repeat: N                  repeats the whole pattern / layers sequence (default 1)
-///   attention: {heads, kv_heads (default heads), head_dim (default hidden / heads)}
-///   mamba: {version: 2, heads, head_dim, state, groups (1), conv (4)}
-///        | {version: 1, expand (2), state, conv (4), dt_rank (ceil(hidden / 16))}
-///   mlp: {ffn, activation: swiglu|squared_relu|gelu (swiglu)}
-///   moe: {experts, top_k, expert_ffn, shared_experts (0), shared_ffn (expert_ffn), activation}
+///   attention, mamba, ...      the sections of the block kinds: one mapping per kind the blocks
+///                              use, each documented with its kind in spec/kinds/<kind>.hpp
 ///   training: {micro_batch (1), microbatches | global_batch, dtype: bf16|fp16|fp32 (bf16),
 ///              recompute: none|full|auto (none)}          (the whole section is optional)
 /// A section is required iff some block uses its kind. The loader adds the embedding (layer 0)

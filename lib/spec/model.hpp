@@ -1,17 +1,17 @@
 #pragma once
 /// Model description: the layer sequence of a (hybrid) LLM and the dimensions of each layer kind.
-/// Counts (parameters, FLOPs, activation bytes) are derived here, never typed into YAML.
+/// Counts (parameters, FLOPs, activation bytes) are derived here, never typed into YAML. Each
+/// kind's section and formulas live in its own file of spec/kinds/ (see spec/kind.hpp).
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace octo {
+#include "spec/block_kind.hpp"
+#include "spec/sections.hpp"
 
-/// The kinds of sublayer a pipeline layer can be made of.
-enum class BlockKind : std::uint8_t { Embedding, Mamba, Attention, Mlp, Moe, LmHead };
+namespace octo {
 
 enum class Activation : std::uint8_t { SwiGlu, SquaredRelu, Gelu };
 enum class DType : std::uint8_t { BF16, FP16, FP32 };
@@ -24,39 +24,6 @@ enum class RecomputePolicy : std::uint8_t { None, Full, Auto };
 [[nodiscard]] std::string_view to_string(RecomputePolicy policy);
 [[nodiscard]] int dtype_bytes(DType dtype);
 
-struct AttentionSpec {
-  int heads = 0;
-  int kv_heads = 0;
-  int head_dim = 0;  ///< 0 in YAML means hidden / heads
-};
-
-struct MambaSpec {
-  int version = 2;      ///< 2: Mamba2 / SSD (Nemotron-H); 1: Mamba (Jamba), uses dt_rank
-  /// Mamba2 heads; d_inner = heads * head_dim. Mamba1 has no heads: the loader stores its
-  /// d_inner = expand * hidden as heads = 1, head_dim = d_inner.
-  int heads = 0;
-  int head_dim = 0;
-  int state = 0;        ///< SSM state size (d_state)
-  int groups = 1;       ///< B/C groups (Mamba2)
-  int conv = 4;         ///< depthwise conv width
-  int dt_rank = 0;      ///< Mamba1 only
-  [[nodiscard]] std::int64_t inner() const { return static_cast<std::int64_t>(heads) * head_dim; }
-};
-
-struct MlpSpec {
-  std::int64_t ffn = 0;
-  Activation activation = Activation::SwiGlu;
-};
-
-struct MoeSpec {
-  int experts = 0;
-  int top_k = 0;
-  std::int64_t expert_ffn = 0;
-  int shared_experts = 0;        ///< number of always-on shared experts
-  std::int64_t shared_ffn = 0;   ///< ffn size of each shared expert (0: expert_ffn)
-  Activation activation = Activation::SwiGlu;
-};
-
 /// One unit of partitioning: the embedding, the LM head (final norm + output projection + loss),
 /// or a block of one or more sublayers, each with its own pre-RMSNorm and residual
 /// (Nemotron-H: one sublayer per block; Jamba: a mixer followed by an MLP or MoE).
@@ -67,8 +34,8 @@ struct LayerSpec {
 
 struct TrainingSpec {
   int micro_batch = 1;
-  int microbatches = 0;   ///< 0: derived from global_batch / (micro_batch * dp), else 2 * pp
-  int global_batch = 0;   ///< sequences per iteration; 0 = unset
+  int microbatches = 0;  ///< 0: derived from global_batch / (micro_batch * dp), else 2 * pp
+  int global_batch = 0;  ///< sequences per iteration; 0 = unset
   DType dtype = DType::BF16;
   RecomputePolicy recompute = RecomputePolicy::None;
 };
@@ -80,10 +47,8 @@ struct ModelSpec {
   std::int64_t hidden = 0;
   std::int64_t seq_len = 0;
   bool tie_embeddings = false;
-  std::optional<AttentionSpec> attention;
-  std::optional<MambaSpec> mamba;
-  std::optional<MlpSpec> mlp;
-  std::optional<MoeSpec> moe;
+  /// The sections of the kinds the blocks use (AttentionSpec, MambaSpec, ... from spec/kinds/).
+  Sections sections;
   /// Embedding first, LM head last, blocks in between (added by the loader).
   std::vector<LayerSpec> layers;
   TrainingSpec training;
@@ -91,7 +56,8 @@ struct ModelSpec {
 
 /// Per-layer quantities derived from the spec, for one micro-batch of `micro_batch` sequences
 /// of `seq` tokens, unsharded (TP divides them later). The formulas are written out in
-/// lib/spec/counts.cpp; in short (T = micro_batch * seq tokens, multiply-add = 2 FLOPs):
+/// lib/spec/counts.cpp and, per kind, in lib/spec/kinds/; in short (T = micro_batch * seq tokens,
+/// multiply-add = 2 FLOPs):
 /// - every block part has a pre-RMSNorm (hidden weights); the LM head a final norm;
 /// - FLOPs count GEMMs, attention's score and value products (causal: half of s^2), the Mamba
 ///   conv and scan, and the LM head's softmax (3 per logit); other elementwise work is
@@ -101,9 +67,9 @@ struct ModelSpec {
 ///   plus fp32 softmax statistics; the embedding keeps its int32 token ids;
 /// - output bytes = T * hidden * dtype bytes (0 for the LM head, whose output is the loss).
 struct LayerCounts {
-  std::int64_t params = 0;          ///< all parameters of the layer (tied LM head: its norm only)
-  std::int64_t active_params = 0;   ///< parameters touched per token (MoE: top-k + shared + router)
-  double forward_flops = 0;         ///< multiply-add counted as 2 FLOPs; the sum of the four below
+  std::int64_t params = 0;            ///< all parameters of the layer (tied LM head: its norm only)
+  std::int64_t active_params = 0;     ///< parameters touched per token (MoE: top-k + shared + router)
+  double forward_flops = 0;           ///< multiply-add counted as 2 FLOPs; the sum of the four below
   std::int64_t activation_bytes = 0;  ///< bytes kept from F for B/W (no recompute)
   std::int64_t output_bytes = 0;      ///< bytes passed to the next layer (hidden state)
   double matmul_flops = 0;     ///< dense GEMMs (projections, MLP, routed + shared experts, router, LM head)
@@ -117,7 +83,8 @@ struct LayerCounts {
                                        std::int64_t seq);
 /// Counts of one part of a layer (the part's pre-norm included). Throws octo::Error when the
 /// model lacks the section `kind` needs.
-[[nodiscard]] LayerCounts part_counts(const ModelSpec& model, BlockKind kind, int micro_batch, std::int64_t seq);
+[[nodiscard]] LayerCounts part_counts(const ModelSpec& model, BlockKind kind, int micro_batch,
+                                      std::int64_t seq);
 [[nodiscard]] std::int64_t total_params(const ModelSpec& model);
 [[nodiscard]] std::int64_t active_params(const ModelSpec& model);
 

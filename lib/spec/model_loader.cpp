@@ -3,11 +3,12 @@
 
 #include <fmt/format.h>
 
-#include <array>
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
 
+#include "spec/kind.hpp"
 #include "spec/loader.hpp"
 #include "spec/yaml_reader.hpp"
 
@@ -20,44 +21,48 @@ constexpr std::int64_t kMaxBlocks = 1 << 16;
 /// Parameter totals are computed exactly in double; beyond 2^50 (~1e15) a spec is surely a typo.
 constexpr double kMaxParams = 1125899906842624.0;
 
-constexpr std::string_view kSymbolList = "one of M (Mamba), * (attention), - (MLP), E (MoE)";
-constexpr std::string_view kKindNames = "one of mamba, attention, mlp, moe";
-
-std::optional<BlockKind> kind_of_symbol(char c) {
-  switch (c) {
-    case 'M':
-      return BlockKind::Mamba;
-    case '*':
-      return BlockKind::Attention;
-    case '-':
-      return BlockKind::Mlp;
-    case 'E':
-      return BlockKind::Moe;
-    default:
-      return std::nullopt;
-  }
+/// The kinds a block may be made of, in registry order.
+std::vector<const LayerKind*> block_kinds() {
+  std::vector<const LayerKind*> kinds;
+  for (const LayerKind* k : layer_kinds())
+    if (k->role != KindRole::Structural) kinds.push_back(k);
+  return kinds;
 }
 
-char symbol_of(BlockKind kind) {
-  switch (kind) {
-    case BlockKind::Mamba:
-      return 'M';
-    case BlockKind::Attention:
-      return '*';
-    case BlockKind::Mlp:
-      return '-';
-    case BlockKind::Moe:
-      return 'E';
-    default:
-      return '?';
-  }
+/// "one of M (Mamba), * (attention), ...": the pattern symbols of the registered kinds.
+std::string symbol_list() {
+  std::string list;
+  for (const LayerKind* k : block_kinds())
+    list += fmt::format("{}{} ({})", list.empty() ? "one of " : ", ", k->symbol, k->title);
+  return list;
+}
+
+/// "one of mamba, attention, ...": the names of the registered kinds (of `role`, when given).
+std::string name_list(std::optional<KindRole> role = std::nullopt) {
+  std::string list;
+  for (const LayerKind* k : block_kinds())
+    if (!role || k->role == *role) list += fmt::format("{}{}", list.empty() ? "one of " : ", ", k->name);
+  return list;
+}
+
+/// The registered kinds that have a YAML section, ordered by section key (the order of the
+/// top-level keys in messages and the order sections are read and checked in).
+std::vector<const LayerKind*> section_kinds() {
+  std::vector<const LayerKind*> kinds;
+  for (const LayerKind* k : layer_kinds())
+    if (!k->section.empty()) kinds.push_back(k);
+  std::sort(kinds.begin(), kinds.end(),
+            [](const LayerKind* a, const LayerKind* b) { return a->section < b->section; });
+  return kinds;
+}
+
+std::optional<BlockKind> kind_of_symbol(char c) {
+  const LayerKind* k = find_kind_by_symbol(c);
+  return k ? std::optional(k->id) : std::nullopt;
 }
 
 std::optional<BlockKind> kind_of_name(std::string_view name) {
-  if (name == "mamba") return BlockKind::Mamba;
-  if (name == "attention") return BlockKind::Attention;
-  if (name == "mlp") return BlockKind::Mlp;
-  if (name == "moe") return BlockKind::Moe;
+  if (const LayerKind* k = find_kind_by_name(name)) return k->id;
   if (name.size() == 1) return kind_of_symbol(name[0]);
   return std::nullopt;
 }
@@ -73,7 +78,7 @@ std::string describe(char c) {
 
 std::string label_of(const std::vector<BlockKind>& parts) {
   std::string label;
-  for (BlockKind k : parts) label += symbol_of(k);
+  for (BlockKind k : parts) label += layer_kind(k).symbol;
   return label;
 }
 
@@ -85,9 +90,11 @@ class ModelParser {
   ModelSpec parse() {
     YAML::Node root = yaml::parse_document(
         text_, source_, "a model description: name, vocab, hidden, seq_len, pattern or layers, sections");
-    MapReader top(root, source_, "",
-                  {"name", "vocab", "hidden", "seq_len", "tie_embeddings", "pattern", "layers", "repeat",
-                   "attention", "mamba", "mlp", "moe", "training"});
+    std::vector<std::string> keys{"name",           "vocab",   "hidden", "seq_len",
+                                  "tie_embeddings", "pattern", "layers", "repeat"};
+    for (const LayerKind* k : section_kinds()) keys.emplace_back(k->section);
+    keys.emplace_back("training");
+    MapReader top(root, source_, "", std::move(keys));
     ModelSpec m;
     m.source = source_;
     m.name = top.string("name");
@@ -98,10 +105,8 @@ class ModelParser {
 
     std::vector<LayerSpec> blocks = parse_blocks(top);
     check_sections(top);
-    if (top.has("attention")) m.attention = parse_attention(top, m.hidden);
-    if (top.has("mamba")) m.mamba = parse_mamba(top, m.hidden);
-    if (top.has("mlp")) m.mlp = parse_mlp(top);
-    if (top.has("moe")) m.moe = parse_moe(top);
+    for (const LayerKind* k : section_kinds())
+      if (top.has(k->section)) k->parse(top, m);
     if (top.has("training")) m.training = parse_training(top);
 
     m.layers.reserve(blocks.size() + 2);
@@ -158,7 +163,7 @@ class ModelParser {
       if (!kind)
         throw InputError(where, field,
                          fmt::format("unknown symbol {} at position {}", describe(text[i]), i + 1),
-                         std::string(kSymbolList));
+                         symbol_list());
       add_block(out, {*kind}, {}, where, node, field);
     }
   }
@@ -229,27 +234,21 @@ class ModelParser {
       YAML::Node kinds = map.node("kinds");
       std::string kinds_field = map.field("kinds");
       if (!kinds.IsSequence() || kinds.size() == 0)
-        yaml::fail_at(source_, kinds, kinds_field, "not a non-empty list",
-                      std::string(kKindNames) + ", as a list");
+        yaml::fail_at(source_, kinds, kinds_field, "not a non-empty list", name_list() + ", as a list");
       std::vector<BlockKind> parts;
       std::size_t i = 0;
       for (const auto& k : kinds) {
         std::string item_field = fmt::format("{}[{}]", kinds_field, i++);
         std::string name = yaml::to_string(source_, k, item_field);
         auto kind = kind_of_name(name);
-        if (!kind)
-          yaml::fail_at(source_, k, item_field, "unknown layer kind '" + name + "'", std::string(kKindNames));
+        if (!kind) yaml::fail_at(source_, k, item_field, "unknown layer kind '" + name + "'", name_list());
         parts.push_back(*kind);
       }
       add_block(group, std::move(parts), label, where, entry, field);
     } else {
       std::vector<BlockKind> parts;
-      if (map.has("mixer"))
-        parts.push_back(map.choice<BlockKind>(
-            "mixer", {{"mamba", BlockKind::Mamba}, {"attention", BlockKind::Attention}}, BlockKind::Mamba));
-      if (map.has("ffn"))
-        parts.push_back(
-            map.choice<BlockKind>("ffn", {{"mlp", BlockKind::Mlp}, {"moe", BlockKind::Moe}}, BlockKind::Mlp));
+      if (map.has("mixer")) parts.push_back(kind_in_role(map, "mixer", KindRole::Mixer));
+      if (map.has("ffn")) parts.push_back(kind_in_role(map, "ffn", KindRole::Ffn));
       add_block(group, std::move(parts), label, where, entry, field);
     }
     if (static_cast<std::int64_t>(group.size()) * repeat > kMaxBlocks - static_cast<std::int64_t>(out.size()))
@@ -257,114 +256,26 @@ class ModelParser {
     for (std::int64_t r = 0; r < repeat; ++r) out.insert(out.end(), group.begin(), group.end());
   }
 
+  /// The kind named by `key` (`mixer` or `ffn`) of a `{mixer, ffn}` entry, which must have `role`.
+  static BlockKind kind_in_role(const MapReader& map, std::string_view key, KindRole role) {
+    const std::string value = map.string(key);
+    const LayerKind* k = find_kind_by_name(value);
+    if (!k || k->role != role) map.fail(key, "unknown value '" + value + "'", name_list(role));
+    return k->id;
+  }
+
   /// A section is required iff some block uses its kind, and rejected otherwise.
   void check_sections(const MapReader& top) const {
-    constexpr std::array<std::pair<BlockKind, std::string_view>, 4> sections{{
-        {BlockKind::Attention, "attention"},
-        {BlockKind::Mamba, "mamba"},
-        {BlockKind::Mlp, "mlp"},
-        {BlockKind::Moe, "moe"},
-    }};
-    static const std::map<BlockKind, std::string> keys{
-        {BlockKind::Attention, "heads, kv_heads, head_dim"},
-        {BlockKind::Mamba,
-         "version, heads, head_dim, state, groups, conv (or expand, dt_rank for version 1)"},
-        {BlockKind::Mlp, "ffn, activation"},
-        {BlockKind::Moe, "experts, top_k, expert_ffn, shared_experts, shared_ffn, activation"},
-    };
-    for (const auto& [kind, name] : sections) {
-      auto use = first_use_.find(kind);
+    for (const LayerKind* k : section_kinds()) {
+      const std::string name(k->section);
+      auto use = first_use_.find(k->id);
       if (use != first_use_.end() && !top.has(name))
-        throw InputError(use->second, std::string(name),
-                         fmt::format("missing section: the model has {} layers", name),
-                         fmt::format("a top-level '{}' mapping with {}", name, keys.at(kind)));
+        throw InputError(use->second, name, fmt::format("missing section: the model has {} layers", name),
+                         fmt::format("a top-level '{}' mapping with {}", name, k->section_keys));
       if (use == first_use_.end() && top.has(name))
         top.fail(name, fmt::format("section given but no layer uses {}", name),
                  "only sections of the layer kinds that pattern/layers use");
     }
-  }
-
-  AttentionSpec parse_attention(const MapReader& top, std::int64_t hidden) const {
-    MapReader a = top.map("attention", {"heads", "kv_heads", "head_dim"});
-    AttentionSpec spec;
-    spec.heads = static_cast<int>(a.integer("heads"));
-    spec.kv_heads = static_cast<int>(a.integer_or("kv_heads", spec.heads));
-    spec.head_dim = static_cast<int>(a.integer_or("head_dim", 0));
-    if (spec.head_dim == 0) {
-      if (hidden % spec.heads != 0)
-        a.fail("heads", fmt::format("{} heads do not divide hidden {}", spec.heads, hidden),
-               "heads dividing hidden, or an explicit attention.head_dim");
-      spec.head_dim = static_cast<int>(hidden / spec.heads);
-    }
-    if (spec.heads % spec.kv_heads != 0)
-      a.fail("kv_heads", fmt::format("{} kv_heads do not divide {} heads", spec.kv_heads, spec.heads),
-             "kv_heads dividing attention.heads");
-    return spec;
-  }
-
-  MambaSpec parse_mamba(const MapReader& top, std::int64_t hidden) const {
-    MapReader m =
-        top.map("mamba", {"version", "heads", "head_dim", "state", "groups", "conv", "expand", "dt_rank"});
-    MambaSpec spec;
-    spec.version = static_cast<int>(m.integer_or("version", 2, 1, 2));
-    spec.state = static_cast<int>(m.integer("state"));
-    spec.conv = static_cast<int>(m.integer_or("conv", 4));
-    if (spec.version == 2) {
-      for (std::string_view key : {"expand", "dt_rank"})
-        if (m.has(key)) m.fail(key, "only used by Mamba version 1", "heads, head_dim, groups for version 2");
-      spec.heads = static_cast<int>(m.integer("heads"));
-      spec.head_dim = static_cast<int>(m.integer("head_dim"));
-      spec.groups = static_cast<int>(m.integer_or("groups", 1));
-      if (spec.heads % spec.groups != 0)
-        m.fail("groups", fmt::format("{} groups do not divide {} heads", spec.groups, spec.heads),
-               "groups dividing mamba.heads");
-    } else {
-      for (std::string_view key : {"heads", "head_dim", "groups"})
-        if (m.has(key)) m.fail(key, "only used by Mamba version 2", "expand, dt_rank for version 1");
-      // Mamba1 has no heads: d_inner = expand * hidden is kept as one head of width d_inner.
-      const std::int64_t expand = m.integer_or("expand", 2);
-      if (expand * hidden > MapReader::kMaxInt)
-        m.fail("expand", "expand * hidden is too large", fmt::format("at most {}", MapReader::kMaxInt));
-      spec.heads = 1;
-      spec.head_dim = static_cast<int>(expand * hidden);
-      spec.groups = 1;
-      spec.dt_rank = static_cast<int>(m.integer_or("dt_rank", (hidden + 15) / 16));
-    }
-    return spec;
-  }
-
-  static Activation parse_activation(const MapReader& m) {
-    return m.choice<Activation>("activation",
-                                {{"swiglu", Activation::SwiGlu},
-                                 {"squared_relu", Activation::SquaredRelu},
-                                 {"gelu", Activation::Gelu}},
-                                Activation::SwiGlu);
-  }
-
-  MlpSpec parse_mlp(const MapReader& top) const {
-    MapReader m = top.map("mlp", {"ffn", "activation"});
-    MlpSpec spec;
-    spec.ffn = m.integer("ffn");
-    spec.activation = parse_activation(m);
-    return spec;
-  }
-
-  MoeSpec parse_moe(const MapReader& top) const {
-    MapReader m =
-        top.map("moe", {"experts", "top_k", "expert_ffn", "shared_experts", "shared_ffn", "activation"});
-    MoeSpec spec;
-    spec.experts = static_cast<int>(m.integer("experts"));
-    spec.top_k = static_cast<int>(m.integer("top_k"));
-    spec.expert_ffn = m.integer("expert_ffn");
-    spec.shared_experts = static_cast<int>(m.integer_or("shared_experts", 0, 0));
-    spec.shared_ffn = m.integer_or("shared_ffn", 0);
-    spec.activation = parse_activation(m);
-    if (spec.top_k > spec.experts)
-      m.fail("top_k", fmt::format("top_k {} exceeds the {} experts", spec.top_k, spec.experts),
-             "top_k <= moe.experts");
-    if (m.has("shared_ffn") && spec.shared_experts == 0)
-      m.fail("shared_ffn", "given without shared experts", "moe.shared_experts >= 1, or no shared_ffn");
-    return spec;
   }
 
   TrainingSpec parse_training(const MapReader& top) const {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/embedded.hpp"
 #include "core/error.hpp"
+#include "plan/embed.hpp"
 #include "plan/lower.hpp"
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
@@ -206,14 +206,8 @@ Evaluation Evaluator::evaluate_plan(const Plan& plan, Simulator& sim) const {
 }
 
 void Evaluator::complete(Plan& plan, const std::string& method) const {
-  plan.generator = fmt::format("octoplan {}", version());
+  embed_inputs(plan, inputs_);
   plan.method = method;
-  plan.model_yaml = inputs_.model_yaml;
-  plan.cluster_yaml = inputs_.cluster_yaml;
-  plan.costs_yaml = inputs_.costs_yaml;
-  plan.model_source = inputs_.model.source;
-  plan.cluster_source = inputs_.cluster.source;
-  plan.costs_source = inputs_.costs.origin;
 }
 
 }  // namespace octo

@@ -69,10 +69,11 @@ Outcome run_step(const exec::ExecPlan& p, cuda::GemmPrecision precision, const s
     threads.emplace_back([&, r] {
       try {
         nn::Device& device = *devices[static_cast<std::size_t>(r)];
-        if (auto* c = dynamic_cast<cuda::CudaDevice*>(&device)) c->make_current();
+        auto* gpu = dynamic_cast<cuda::CudaDevice*>(&device);  // a CpuDevice in a dry run
+        if (gpu) gpu->make_current();
         exec::Comm& host = *comms[static_cast<std::size_t>(r)];
         host.set_timeout(60s);
-        std::unique_ptr<exec::Comm> t = cuda::make_transport(host, device, transport);
+        std::unique_ptr<exec::Comm> t = gpu ? cuda::make_transport(host, *gpu, transport) : nullptr;
         exec::Comm& comm = t ? *t : host;
         exec::Runtime rt(p, comm, device, corpus());
         const exec::StepStats st = rt.step(0);

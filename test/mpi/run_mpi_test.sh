@@ -69,11 +69,17 @@ case $case_name in
 cli)
   "$octorun" --help >"$dir/help.log" 2>&1 || fail "octorun --help needs no MPI and must exit 0"
   grep -q -- "--check" "$dir/help.log" || fail "--help does not list --check"
+  # The registry's backends: cpu always, cuda first when this build has it.
+  grep -qE -- "--backend TEXT:\{(cuda,)?cpu\}" "$dir/help.log" || fail "--help does not list the registered backends"
   baseline 1f1b 2 "$dir/plan.json"
   mpirun_n 2 "$octorun" "$dir/plan.json" --backend cuda >"$dir/cuda.log" 2>&1 && fail "--backend cuda must fail"
   cat "$dir/cuda.log"
   grep -q "not built with CUDA / no GPU\|no CUDA device is visible" "$dir/cuda.log" || fail "no clear message for --backend cuda"
   [ "$(grep -c 'octorun: error' "$dir/cuda.log")" -eq 1 ] || fail "the set-up error must be printed once"
+  # A name no backend has: refused at set-up (exit 2), once, with the registered choices.
+  mpirun_n 2 "$octorun" "$dir/plan.json" --backend tpu >"$dir/tpu.log" 2>&1 && fail "--backend tpu must fail"
+  grep -q "backend tpu: unknown backend (this build has: .*cpu)" "$dir/tpu.log" || fail "no clear message for --backend tpu"
+  [ "$(grep -c 'octorun: error' "$dir/tpu.log")" -eq 1 ] || fail "the unknown-backend error must be printed once"
   mpirun_n 2 "$octorun" "$dir/missing.json" >"$dir/missing.log" 2>&1 && fail "a missing plan must fail"
   grep -q "missing.json" "$dir/missing.log" || fail "the missing plan is not named"
   echo "ok"
@@ -93,6 +99,18 @@ check-tuned:*)
     --quiet -o "$dir/plan.json" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log"; fail "octoplan plan failed"; }
   cat "$dir/plan.log"
   run_check "$np" "$dir/plan.json"
+  ;;
+check-latent-moe:*)
+  # The latent MoE kind end to end on tiny-latent-moe: a ZB-V baseline (split B/W, two stages per
+  # rank) and a tuned plan, each checked against the sequential run.
+  np=${case_name#check-latent-moe:}
+  model=$src/profiles/models/tiny-latent-moe.yaml
+  baseline zb-v "$np" "$dir/plan.json"
+  run_check "$np" "$dir/plan.json"
+  "$octoplan" plan "$model" --cluster "$cluster" --pp "$np" --microbatches $((2 * np)) --time-budget 2 --threads 1 \
+    --quiet -o "$dir/tuned.json" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log"; fail "octoplan plan failed"; }
+  cat "$dir/plan.log"
+  run_check "$np" "$dir/tuned.json"
   ;;
 check-dp2pp2)
   baseline 1f1b 2 "$dir/plan.json" --dp 2

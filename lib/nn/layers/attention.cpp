@@ -1,6 +1,8 @@
 // Causal self-attention with grouped-query heads and rotary position embeddings (NeoX-style
 // rotate-half, base 10000). One fused QKV projection [q heads | k heads | v heads], no biases.
 
+#include "spec/kinds/attention.hpp"
+
 #include <cmath>
 #include <vector>
 
@@ -25,7 +27,7 @@ class Attention final : public Sublayer {
  public:
   Attention(const ModelSpec& model, Device& device, ParamSet& params, const std::string& prefix)
       : device_(device), params_(params) {
-    const AttentionSpec& a = *model.attention;
+    const AttentionSpec& a = *model.sections.find<AttentionSpec>();
     hidden_ = static_cast<int>(model.hidden);
     heads_ = a.heads;
     kv_heads_ = a.kv_heads > 0 ? a.kv_heads : a.heads;
@@ -126,8 +128,9 @@ class Attention final : public Sublayer {
 
 std::unique_ptr<Sublayer> make_attention(const ModelSpec& model, Device& device, ParamSet& params,
                                          const std::string& prefix) {
-  if (!model.attention) fail("model {}: an attention layer needs an attention section", model.name);
-  if (model.attention->heads <= 0) fail("model {}: attention.heads must be positive", model.name);
+  const AttentionSpec* a = model.sections.find<AttentionSpec>();
+  if (!a) fail("model {}: an attention layer needs an attention section", model.name);
+  if (a->heads <= 0) fail("model {}: attention.heads must be positive", model.name);
   if (model.seq_len <= 0) fail("model {}: seq_len must be positive", model.name);
   return std::make_unique<Attention>(model, device, params, prefix);
 }

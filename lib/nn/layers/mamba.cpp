@@ -2,6 +2,8 @@
 // (sequential scan over time) with per-head A = -exp(A_log), dt = softplus(dt + dt_bias) and D
 // skip; gated RMSNorm norm(y * silu(z)) over groups of d_inner / groups channels; out_proj.
 
+#include "spec/kinds/mamba.hpp"
+
 #include <cmath>
 
 #include "core/error.hpp"
@@ -29,7 +31,7 @@ class Mamba final : public Sublayer {
  public:
   Mamba(const ModelSpec& model, Device& device, ParamSet& params, const std::string& prefix)
       : device_(device), params_(params) {
-    const MambaSpec& m = *model.mamba;
+    const MambaSpec& m = *model.sections.find<MambaSpec>();
     hidden_ = static_cast<int>(model.hidden);
     heads_ = m.heads;
     head_dim_ = m.head_dim;
@@ -177,8 +179,9 @@ class Mamba final : public Sublayer {
 
 std::unique_ptr<Sublayer> make_mamba(const ModelSpec& model, Device& device, ParamSet& params,
                                      const std::string& prefix) {
-  if (!model.mamba) fail("model {}: a Mamba layer needs a mamba section", model.name);
-  const MambaSpec& m = *model.mamba;
+  const MambaSpec* spec = model.sections.find<MambaSpec>();
+  if (!spec) fail("model {}: a Mamba layer needs a mamba section", model.name);
+  const MambaSpec& m = *spec;
   if (m.version != 2)
     fail("model {}: the nn layers implement Mamba2 (SSD) only; mamba version {} is not supported", model.name,
          m.version);

@@ -1,5 +1,7 @@
 // Dense MLP sublayer (SwiGLU, squared ReLU or GELU).
 
+#include "spec/kinds/mlp.hpp"
+
 #include "core/error.hpp"
 #include "nn/layers/mlp_core.hpp"
 #include "nn/layers/sublayer.hpp"
@@ -20,7 +22,7 @@ class Mlp final : public Sublayer {
  public:
   Mlp(const ModelSpec& model, Device& device, ParamSet& params, const std::string& prefix)
       : device_(device), params_(params) {
-    const MlpSpec& spec = *model.mlp;
+    const MlpSpec& spec = *model.sections.find<MlpSpec>();
     core_ = MlpCore{static_cast<int>(model.hidden), static_cast<int>(spec.ffn), spec.activation};
     const InitScale scale = InitScale::for_model(model);
     w1_ = params.add(prefix + "w1", {core_.in_width(), model.hidden}, Init::normal(scale.std), true);
@@ -67,8 +69,9 @@ class Mlp final : public Sublayer {
 
 std::unique_ptr<Sublayer> make_mlp(const ModelSpec& model, Device& device, ParamSet& params,
                                    const std::string& prefix) {
-  if (!model.mlp) fail("model {}: a dense MLP layer needs an mlp section", model.name);
-  if (model.mlp->ffn <= 0) fail("model {}: mlp.ffn must be positive (got {})", model.name, model.mlp->ffn);
+  const MlpSpec* mlp = model.sections.find<MlpSpec>();
+  if (!mlp) fail("model {}: a dense MLP layer needs an mlp section", model.name);
+  if (mlp->ffn <= 0) fail("model {}: mlp.ffn must be positive (got {})", model.name, mlp->ffn);
   return std::make_unique<Mlp>(model, device, params, prefix);
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "nn/layers/kinds.hpp"
 
 namespace octo::nn {
 
@@ -15,20 +16,9 @@ InitScale InitScale::for_model(const ModelSpec& model) {
 
 std::unique_ptr<Sublayer> make_sublayer(BlockKind kind, const ModelSpec& model, Device& device,
                                         ParamSet& params, const std::string& prefix) {
-  switch (kind) {
-    case BlockKind::Attention:
-      return make_attention(model, device, params, prefix);
-    case BlockKind::Mamba:
-      return make_mamba(model, device, params, prefix);
-    case BlockKind::Mlp:
-      return make_mlp(model, device, params, prefix);
-    case BlockKind::Moe:
-      return make_moe(model, device, params, prefix);
-    case BlockKind::Embedding:
-    case BlockKind::LmHead:
-      break;
-  }
-  fail("model {}: {} cannot be a part of a block", model.name, to_string(kind));
+  const KindFactory& factory = kind_factory(kind);
+  if (!factory.make_sublayer) fail("model {}: {} cannot be a part of a block", model.name, to_string(kind));
+  return factory.make_sublayer(model, device, params, prefix);
 }
 
 }  // namespace octo::nn

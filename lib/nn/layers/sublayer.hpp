@@ -1,8 +1,9 @@
 #pragma once
-/// The sublayers a block is made of (Mamba2, attention, MLP, MoE). A block wraps each in a
-/// pre-RMSNorm and a residual; the sublayer maps the normalized input xn to its output and
-/// back, with the same F / B / W split as a Layer. Pointers are device pointers to
-/// [rows, hidden] tensors the block owns and keeps alive from F until W.
+/// The sublayers a block is made of (Mamba2, attention, MLP, MoE, ...: every block-part kind of
+/// the registry nn/layers/kinds.cpp). A block wraps each in a pre-RMSNorm and a residual; the
+/// sublayer maps the normalized input xn to its output and back, with the same F / B / W split as
+/// a Layer. Pointers are device pointers to [rows, hidden] tensors the block owns and keeps alive
+/// from F until W.
 
 #include <memory>
 #include <string>
@@ -33,20 +34,11 @@ class Sublayer {
                                const BatchRef& batch) = 0;
 };
 
-/// Declares the sublayer's parameters in `params` (names prefixed with `prefix`) and returns it;
-/// parameter pointers are looked up from `params` at each call, after materialization.
-/// Throws octo::Error when the model lacks the section `kind` needs or its dimensions are unusable.
+/// Declares the sublayer of kind `kind` (through the registry) in `params` (names prefixed with
+/// `prefix`) and returns it; parameter pointers are looked up from `params` at each call, after
+/// materialization. Throws octo::Error when `kind` is no block part, or when the model lacks the
+/// section `kind` needs or its dimensions are unusable.
 [[nodiscard]] std::unique_ptr<Sublayer> make_sublayer(BlockKind kind, const ModelSpec& model, Device& device,
                                                       ParamSet& params, const std::string& prefix);
-
-// The factories behind make_sublayer, one per kind (one file each).
-[[nodiscard]] std::unique_ptr<Sublayer> make_attention(const ModelSpec& model, Device& device,
-                                                       ParamSet& params, const std::string& prefix);
-[[nodiscard]] std::unique_ptr<Sublayer> make_mamba(const ModelSpec& model, Device& device, ParamSet& params,
-                                                   const std::string& prefix);
-[[nodiscard]] std::unique_ptr<Sublayer> make_mlp(const ModelSpec& model, Device& device, ParamSet& params,
-                                                 const std::string& prefix);
-[[nodiscard]] std::unique_ptr<Sublayer> make_moe(const ModelSpec& model, Device& device, ParamSet& params,
-                                                 const std::string& prefix);
 
 }  // namespace octo::nn

@@ -15,6 +15,10 @@
 
 #include "core/error.hpp"
 #include "cost/profile_io.hpp"
+#include "spec/kinds/attention.hpp"
+#include "spec/kinds/mamba.hpp"
+#include "spec/kinds/mlp.hpp"
+#include "spec/kinds/moe.hpp"
 #include "spec/loader.hpp"
 
 namespace {
@@ -51,7 +55,7 @@ octo::ModelSpec test_model() {
   m.vocab = 32000;
   m.hidden = 1024;
   m.seq_len = 2048;
-  m.attention = octo::AttentionSpec{8, 2, 128};
+  m.sections.set(octo::AttentionSpec{8, 2, 128});
   octo::MambaSpec mamba;
   mamba.version = 2;
   mamba.heads = 32;
@@ -59,9 +63,9 @@ octo::ModelSpec test_model() {
   mamba.state = 64;
   mamba.groups = 2;
   mamba.conv = 4;
-  m.mamba = mamba;
-  m.mlp = octo::MlpSpec{4096, octo::Activation::SquaredRelu};
-  m.moe = octo::MoeSpec{8, 2, 1024, 1, 512, octo::Activation::SwiGlu};
+  m.sections.set(mamba);
+  m.sections.set(octo::MlpSpec{4096, octo::Activation::SquaredRelu});
+  m.sections.set(octo::MoeSpec{8, 2, 1024, 1, 512, octo::Activation::SwiGlu});
   m.layers = {{{BlockKind::Embedding}, "embedding"},
               {{BlockKind::Attention}, "*"},
               {{BlockKind::Mlp}, "-"},
@@ -82,7 +86,7 @@ octo::ModelSpec mamba1_model() {
   mamba.state = 16;
   mamba.conv = 4;
   mamba.dt_rank = 64;
-  m.mamba = mamba;
+  m.sections.set(mamba);
   m.layers = {
       {{BlockKind::Embedding}, "embedding"}, {{BlockKind::Mamba}, "M"}, {{BlockKind::LmHead}, "lm_head"}};
   return m;

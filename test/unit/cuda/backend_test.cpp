@@ -1,17 +1,18 @@
-// The parts of the CUDA backend that run without a GPU (in CI): backend selection and its
-// errors, the allocator's size classes, the error-check macros. Everything that launches work
+// The parts of the CUDA backend that run without a GPU (in CI): the registry's cuda backend and
+// its errors, the allocator's size classes, the error-check macros. Everything that launches work
 // is in test/gpu (label gpu).
 
 #include "cuda/backend.hpp"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "cuda/allocator.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_device.hpp"
-#include "exec/thread_comm.hpp"
-#include "nn/cpu_device.hpp"
+#include "exec/backend.hpp"
 
 using namespace octo;
 using Catch::Matchers::Contains;
@@ -37,33 +38,30 @@ TEST_CASE("size classes: 512 B at least, then quarter steps of the power of two 
   }
 }
 
-TEST_CASE("backend selection: cpu, cuda, auto and unknown names") {
-  std::string why;
+TEST_CASE("the cuda backend: usable exactly when a GPU is visible, and without one opening it says so") {
+  exec::BackendRegistry registry;
+  cuda::register_backend(registry);
+  REQUIRE(registry.names() == std::vector<std::string>{"cuda"});
+  const exec::Backend& backend = registry.get("cuda");
+  CHECK_FALSE(backend.summary().empty());
+  std::string why, backend_why;
   const bool gpu = cuda::gpu_visible(&why);
-  CHECK(cuda::default_backend() == (gpu ? "cuda" : "cpu"));
-  CHECK(cuda::make_device("cpu")->name() == "cpu");
-  CHECK(cuda::make_device("auto")->name() == (gpu ? "cuda" : "cpu"));
-  CHECK_THROWS_WITH(cuda::make_device("tpu"),
-                    Contains("--backend tpu: unknown backend") && Contains("cpu, cuda or auto"));
+  CHECK(backend.available(&backend_why) == gpu);
   if (gpu) {
-    CHECK(cuda::make_device("cuda")->name() == "cuda");
+    const exec::BackendDevice opened = backend.open({.exact_gemm = true});
+    CHECK(opened.device().name() == "cuda");
+    CHECK_THAT(opened.description(), Contains("cuda:"));
   } else {
     // This machine has no GPU: asking for one must say so, and how to proceed.
     CHECK_FALSE(why.empty());
-    CHECK_THROWS_WITH(cuda::make_device("cuda"),
+    CHECK(backend_why == why);
+    CHECK_THROWS_WITH(backend.open({}),
                       Contains("--backend cuda: no CUDA device is visible") && Contains("use --backend cpu"));
     CHECK_THROWS_WITH(cuda::CudaDevice(), Contains("no CUDA device is visible"));
   }
 }
 
-TEST_CASE("a CPU device runs on the host communicator: no transport") {
-  exec::ThreadWorld world(1);
-  auto comm = world.comm(0);
-  nn::CpuDevice device(1);
-  CHECK(cuda::make_transport(*comm, device) == nullptr);
-}
-
-TEST_CASE("GEMM precision names round-trip; unknown ones are refused") {
+TEST_CASE("GEMM precision names round-trip, unknown ones are refused") {
   for (auto p : {cuda::GemmPrecision::Fp32, cuda::GemmPrecision::Tf32, cuda::GemmPrecision::Bf16})
     CHECK(cuda::parse_gemm_precision(cuda::to_string(p)) == p);
   CHECK_THROWS_WITH(cuda::parse_gemm_precision("fp8"), Contains("'fp8'") && Contains("fp32, tf32 or bf16"));

@@ -301,7 +301,7 @@ TEST_CASE("profile: summary statistics and link fit, computed by hand", "[profil
   CHECK_THROWS_WITH(fit_link({{1000, 0}, {2000, 4}}), Catch::Contains("positive time"));
 }
 
-TEST_CASE("profile: layer keys group layers by kind; bad options are refused", "[profiler]") {
+TEST_CASE("profile: layer keys group layers by kind, bad options are refused", "[profiler]") {
   const ModelSpec model = load_model(kModel);
   CHECK(layer_key(model, 1) == layer_key(model, 5));  // both M
   CHECK(layer_key(model, 1) != layer_key(model, 2));  // M vs *

@@ -61,7 +61,7 @@ TEST_CASE("data: the shipped corpus loads and is plain ASCII text of 50-200 KB",
   CHECK(other == 0);
 }
 
-TEST_CASE("AdamW: two steps match the hand computation; no decay where not declared", "[nn][optim]") {
+TEST_CASE("AdamW: two steps match the hand computation, no decay where not declared", "[nn][optim]") {
   CpuDevice dev;
   ParamSet ps;
   ps.add("w", {1}, Init::constant(1.0f), true);

@@ -45,7 +45,7 @@ TEST_CASE("gemm: all transpose combinations and leading dimensions", "[nn][kerne
     }
 }
 
-TEST_CASE("elementwise and reductions: axpby never reads y when b = 0; sum of squares", "[nn][kernel]") {
+TEST_CASE("elementwise and reductions: axpby never reads y when b = 0, sum of squares", "[nn][kernel]") {
   CpuDevice dev;
   Buffer x = upload(dev, {1, -2, 3});
   Buffer y = upload(dev, {std::nanf(""), 5, 5});
@@ -70,7 +70,7 @@ TEST_CASE("rmsnorm: y = x / rms(x) * w per group", "[nn][kernel]") {
   CHECK(out[3] == Approx(4.0));
 }
 
-TEST_CASE("rope: rotation by position; scores depend only on relative position", "[nn][kernel]") {
+TEST_CASE("rope: rotation by position, scores depend only on relative position", "[nn][kernel]") {
   CpuDevice dev;
   const int seq = 6, d = 4, half = 2;
   std::vector<float> cs(seq * half), sn(seq * half);
@@ -202,7 +202,7 @@ TEST_CASE("ssd: scan with chunk checkpoints matches the direct recurrence", "[nn
     }
 }
 
-TEST_CASE("cross-entropy: uniform logits give log(vocab); softmax minus one-hot gradient", "[nn][kernel]") {
+TEST_CASE("cross-entropy: uniform logits give log(vocab), softmax minus one-hot gradient", "[nn][kernel]") {
   CpuDevice dev;
   const int rows = 3, vocab = 8;
   Buffer logits = upload(dev, std::vector<float>(rows * vocab, 0.25f));

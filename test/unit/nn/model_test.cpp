@@ -274,10 +274,10 @@ TEST_CASE("misuse and unsupported models are errors, not crashes", "[nn][model]"
   CHECK_THROWS_WITH(build_layer(tied, tied.layers.size() - 1, kSeed, dev),
                     Catch::Contains("tied embeddings"));
   ModelSpec mamba1 = model;
-  mamba1.mamba->version = 1;
+  mamba1.sections.find<MambaSpec>()->version = 1;
   CHECK_THROWS_WITH(build_layer(mamba1, 1, kSeed, dev), Catch::Contains("Mamba2"));
   ModelSpec no_moe = model;
-  no_moe.moe.reset();
+  no_moe.sections.erase<MoeSpec>();
   CHECK_THROWS_WITH(build_layer(no_moe, 4, kSeed, dev), Catch::Contains("moe section"));
 }
 

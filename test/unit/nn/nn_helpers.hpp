@@ -15,6 +15,10 @@
 #include "nn/init.hpp"
 #include "nn/layer.hpp"
 #include "nn/model.hpp"
+#include "spec/kinds/attention.hpp"
+#include "spec/kinds/mamba.hpp"
+#include "spec/kinds/mlp.hpp"
+#include "spec/kinds/moe.hpp"
 #include "spec/model.hpp"
 
 namespace octo::nn::test {
@@ -29,15 +33,15 @@ inline ModelSpec small_model(std::vector<BlockKind> block, Activation act = Acti
   m.vocab = 32;
   m.hidden = 16;
   m.seq_len = 20;
-  m.attention = AttentionSpec{4, 2, 4};
+  m.sections.set(AttentionSpec{4, 2, 4});
   MambaSpec mb;
   mb.heads = 4;
   mb.head_dim = 4;
   mb.state = 8;
   mb.groups = 2;
   mb.conv = 4;
-  m.mamba = mb;
-  m.mlp = MlpSpec{24, act};
+  m.sections.set(mb);
+  m.sections.set(MlpSpec{24, act});
   MoeSpec moe;
   moe.experts = 4;
   moe.top_k = 2;
@@ -45,7 +49,7 @@ inline ModelSpec small_model(std::vector<BlockKind> block, Activation act = Acti
   moe.shared_experts = 1;
   moe.shared_ffn = 12;
   moe.activation = act;
-  m.moe = moe;
+  m.sections.set(moe);
   m.layers.push_back(LayerSpec{{BlockKind::Embedding}, "embedding"});
   m.layers.push_back(LayerSpec{std::move(block), "block"});
   m.layers.push_back(LayerSpec{{BlockKind::LmHead}, "lm_head"});

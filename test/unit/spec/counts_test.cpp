@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "spec/kinds/mamba.hpp"
 #include "spec/loader.hpp"
 
 namespace {
@@ -223,10 +224,11 @@ TEST_CASE("pattern, explicit list and repeat describe the same layers") {
 TEST_CASE("Jamba blocks: mixer then MLP/MoE, attention every 8th from 4, MoE every 2nd from 1") {
   octo::ModelSpec m = octo::load_model(model_path("jamba-v0.1"));
   REQUIRE(m.layers.size() == 34);
-  REQUIRE(m.mamba);
-  CHECK(m.mamba->version == 1);
-  CHECK(m.mamba->inner() == 8192);
-  CHECK(m.mamba->dt_rank == 256);
+  const octo::MambaSpec* mamba = m.sections.find<octo::MambaSpec>();
+  REQUIRE(mamba);
+  CHECK(mamba->version == 1);
+  CHECK(mamba->inner() == 8192);
+  CHECK(mamba->dt_rank == 256);
   for (std::size_t i = 0; i < 32; ++i) {
     INFO("Jamba layer " << i);
     const auto& parts = m.layers[i + 1].parts;

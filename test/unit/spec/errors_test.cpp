@@ -158,7 +158,7 @@ TEST_CASE("model: unknown keys at every level, with a suggestion") {
   check_error(
       replace(kModel, "hidden: 8", "hiden: 8"),
       "3:1: hiden: unknown key; did you mean 'hidden'? (expected one of name, vocab, hidden, seq_len, "
-      "tie_embeddings, pattern, layers, repeat, attention, mamba, mlp, moe, training)");
+      "tie_embeddings, pattern, layers, repeat, attention, latent_moe, mamba, mlp, moe, training)");
   check_error(
       replace(kModel, "kv_heads: 1", "kv_head: 1"),
       "6:23: attention.kv_head: unknown key; did you mean 'kv_heads'? (expected one of heads, kv_heads, "
@@ -179,26 +179,26 @@ TEST_CASE("model: an unknown pattern symbol points at its column") {
   check_error(
       replace(kModel, "\"M*-E\"", "\"M*X-E\""),
       "5:13: pattern: unknown symbol 'X' at position 3 (expected one of M (Mamba), * (attention), - (MLP), "
-      "E (MoE))");
+      "E (MoE), L (latent MoE))");
   // Plain (unquoted) scalar: `pattern: M-Eq` starts at column 10, q is the fourth symbol.
   check_error(replace(kModel, "\"M*-E\"", "M-Eq"),
               "5:13: pattern: unknown symbol 'q' at position 4 (expected one of "
-              "M (Mamba), * (attention), - (MLP), E (MoE))");
+              "M (Mamba), * (attention), - (MLP), E (MoE), L (latent MoE))");
   // Blanks are not symbols: the space is the second symbol, column 12.
   check_error(
       replace(kModel, "\"M*-E\"", "\"M *-E\""),
       "5:12: pattern: unknown symbol ' ' (a space) at position 2 (expected one of M (Mamba), * (attention), "
-      "- (MLP), E (MoE))");
+      "- (MLP), E (MoE), L (latent MoE))");
   // In a layers list: line 6 is `  - "*-Z"`, the quote at column 5, Z at column 8.
   check_error(
       replace(kModel, "pattern: \"M*-E\"", "layers:\n  - M\n  - \"*-Z\"\n  - E"),
       "7:8: layers[1]: unknown symbol 'Z' at position 3 (expected one of M (Mamba), * (attention), - (MLP), "
-      "E (MoE))");
+      "E (MoE), L (latent MoE))");
   check_error(replace(kModel, "pattern: \"M*-E\"", "layers:\n  - {mixer: mamb, ffn: mlp}\n  - \"*E\""),
               "6:13: layers[0].mixer: unknown value 'mamb' (expected one of mamba, attention)");
-  check_error(
-      replace(kModel, "pattern: \"M*-E\"", "layers:\n  - {kinds: [mamba, ssm]}\n  - \"*-E\""),
-      "6:21: layers[0].kinds[1]: unknown layer kind 'ssm' (expected one of mamba, attention, mlp, moe)");
+  check_error(replace(kModel, "pattern: \"M*-E\"", "layers:\n  - {kinds: [mamba, ssm]}\n  - \"*-E\""),
+              "6:21: layers[0].kinds[1]: unknown layer kind 'ssm' (expected one of mamba, attention, mlp, "
+              "moe, latent_moe)");
 }
 
 TEST_CASE("model: inconsistent dimensions") {

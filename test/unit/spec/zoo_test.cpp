@@ -36,7 +36,7 @@ TEST_CASE("every shipped model loads with embedding first and LM head last") {
     CHECK(octo::total_params(m) > 0);
     ++models;
   }
-  CHECK(models == 13);
+  CHECK(models == 15);
 }
 
 TEST_CASE("every shipped cluster loads, and the default is h100x8") {
@@ -76,6 +76,11 @@ TEST_CASE("layer counts of the Nemotron-H patterns match the published layer mix
   CHECK(count_kind(jamba, octo::BlockKind::Moe) == 16);
   CHECK(count_kind(jamba, octo::BlockKind::Mlp) == 16);
   CHECK(octo::load_model(model_path("llama3-8b")).layers.size() == 32 + 2);
+  octo::ModelSpec super = octo::load_model(model_path("nemotron-3-super"));
+  CHECK(super.layers.size() == 88 + 2);
+  CHECK(count_kind(super, octo::BlockKind::Mamba) == 40);
+  CHECK(count_kind(super, octo::BlockKind::LatentMoe) == 40);
+  CHECK(count_kind(super, octo::BlockKind::Attention) == 8);
 }
 
 TEST_CASE("parameter totals within 3 % of the published figures") {
@@ -87,6 +92,14 @@ TEST_CASE("parameter totals within 3 % of the published figures") {
   const auto jamba = octo::load_model(model_path("jamba-v0.1"));
   CHECK(within(double(octo::total_params(jamba)), 51.6e9));
   CHECK(within(double(octo::active_params(jamba)), 12.0e9));
+  // Nemotron 3 Super's technical report: 120.6 B total, 12.7 B active (the name rounds them to
+  // 120B-A12B); its two MTP layers are not part of the model here.
+  const auto super = octo::load_model(model_path("nemotron-3-super"));
+  CHECK(within(double(octo::total_params(super)), 120.6e9));
+  CHECK(within(double(octo::active_params(super)), 12.7e9));
+  const auto tiny_latent = octo::load_model(model_path("tiny-latent-moe"));
+  CHECK(octo::total_params(tiny_latent) > 100'000);
+  CHECK(octo::total_params(tiny_latent) < 1'000'000);
   const auto tiny = octo::load_model(model_path("tiny-hybrid"));
   CHECK(octo::total_params(tiny) > 100'000);
   CHECK(octo::total_params(tiny) < 1'000'000);

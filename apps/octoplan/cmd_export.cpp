@@ -1,0 +1,137 @@
+// octoplan export: a plan in the formats of the frameworks users run — the schedule CSV of
+// torch.distributed.pipelining (with its stage file) and Megatron-LM's pipeline layout.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "interop/megatron_layout.hpp"
+#include "interop/torch_schedule.hpp"
+#include "plan/plan_io.hpp"
+#include "spec/loader.hpp"
+
+namespace octoplan {
+namespace {
+
+struct ExportArgs {
+  std::string plan;
+  std::string format;
+  std::string output;
+  std::string stages_output;
+  std::string report;
+  bool comms = false;
+  bool strip_recompute = false;
+};
+
+/// plan.csv → plan.stages.json (beside the CSV).
+std::string stages_path_for(const std::string& csv) {
+  std::filesystem::path p(csv);
+  p.replace_extension();
+  return p.string() + ".stages.json";
+}
+
+int export_torch(const ExportArgs& a, const octo::Plan& plan) {
+  if (a.output.empty())
+    throw octo::Error("export --format torch-csv: give the CSV to write with -o FILE.csv");
+  const std::string stages = a.stages_output.empty() ? stages_path_for(a.output) : a.stages_output;
+  octo::check_output_path(stages, "--stages-out");
+  if (std::filesystem::weakly_canonical(stages) == std::filesystem::weakly_canonical(a.output))
+    throw octo::Error(fmt::format("export: the stage file and the CSV would both be {}", a.output));
+  octo::TorchExportOptions o;
+  o.comms = a.comms;
+  o.strip_recompute = a.strip_recompute;
+  const octo::TorchExport ex = octo::export_torch_schedule(plan, o);
+  octo::write_file_atomic(stages, ex.stages.dump(2) + "\n");
+  octo::write_file_atomic(a.output, ex.csv);
+  fmt::print("wrote {} ({} ranks, {} format) and {} (stage -> rank map, layer ranges, inputs)\n", a.output,
+             plan.devices, a.comms ? "compute_comms" : "compute_only", stages);
+  if (!ex.stripped_recompute.empty())
+    fmt::print("note: exported without the recompute of stage(s) {}\n",
+               fmt::join(ex.stripped_recompute, ", "));
+  fmt::print("load it in torch with _PipelineScheduleRuntime(...)._load_csv(\"{}\", format=\"{}\")\n",
+             a.output, a.comms ? "compute_comms" : "compute_only");
+  write_report(a.report, {{"command", "export"},
+                          {"format", "torch-csv"},
+                          {"plan", a.plan},
+                          {"csv", a.output},
+                          {"stages", stages},
+                          {"comms", a.comms},
+                          {"stripped_recompute", ex.stripped_recompute}});
+  return 0;
+}
+
+int export_megatron(const ExportArgs& a, const octo::Plan& plan) {
+  if (plan.model_yaml.empty()) throw octo::Error(fmt::format("{}: the plan embeds no model", a.plan));
+  const octo::ModelSpec model = octo::parse_model(plan.model_yaml, a.plan + ": inputs.model.yaml");
+  const octo::MegatronLayout m = octo::megatron_layout(plan, model);
+  std::string text = fmt::format("# Megatron-LM arguments for {} ({} stages on {} ranks, {} per rank)\n",
+                                 a.plan, plan.stages.size(), m.pp, m.vpp);
+  for (const std::string& n : m.notes) text += fmt::format("# note: {}\n", n);
+  if (!m.hybrid_pattern.empty())
+    text +=
+        fmt::format("# Megatron's hybrid-model form of the same stages: --hybrid-override-pattern \"{}\"\n",
+                    m.hybrid_pattern);
+  text += m.arguments + "\n";
+  fmt::print("{}", text);
+  if (!a.output.empty()) {
+    octo::write_file_atomic(a.output, text);
+    fmt::print("wrote {}\n", a.output);
+  }
+  write_report(a.report, {{"command", "export"},
+                          {"format", "megatron-layout"},
+                          {"plan", a.plan},
+                          {"layout", m.layout},
+                          {"pipeline_model_parallel_size", m.pp},
+                          {"virtual_pipeline_model_parallel_size", m.vpp},
+                          {"num_layers", m.num_layers},
+                          {"arguments", m.arguments},
+                          {"hybrid_pattern", m.hybrid_pattern},
+                          {"notes", m.notes}});
+  return 0;
+}
+
+int run(const ExportArgs& a) {
+  octo::check_output_path(a.output, "-o");
+  octo::check_output_path(a.report, "--report");
+  if (a.format != "torch-csv" && (a.comms || a.strip_recompute || !a.stages_output.empty()))
+    throw octo::Error("--comms, --strip-recompute and --stages-out apply to --format torch-csv");
+  const octo::Plan plan = octo::load_plan(a.plan);  // validated and deadlock-checked
+  return a.format == "torch-csv" ? export_torch(a, plan) : export_megatron(a, plan);
+}
+
+Runner setup(CLI::App& app) {
+  static ExportArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "export",
+      "Export a plan: torch-csv (the schedule CSV torch.distributed.pipelining's _PipelineScheduleRuntime "
+      "loads, "
+      "plus a stage file) or megatron-layout (--pipeline-model-parallel-layout and its flags)");
+  cmd->add_option("plan", args.plan, "Plan file (JSON)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--format", args.format, "torch-csv or megatron-layout")
+      ->required()
+      ->check(CLI::IsMember({"torch-csv", "megatron-layout"}));
+  cmd->add_option(
+      "-o,--output", args.output,
+      "File to write (torch-csv: the CSV, required; megatron-layout: the arguments, else printed only)");
+  cmd->add_option("--stages-out", args.stages_output,
+                  "torch-csv: the stage file to write (default: beside the CSV, NAME.stages.json)");
+  cmd->add_flag(
+      "--comms", args.comms,
+      "torch-csv: include SEND_F/RECV_F/SEND_B/RECV_B in the plan's order (torch's compute_comms format)");
+  cmd->add_flag(
+      "--strip-recompute", args.strip_recompute,
+      "torch-csv: export a plan that recomputes (R ops) without its recompute (torch has no such action)");
+  add_report_option(cmd, args.report);
+  return [] { return run(args); };
+}
+
+const Registration reg(80, setup);
+
+}  // namespace
+}  // namespace octoplan

@@ -1,0 +1,157 @@
+// octoplan import-schedule: a torch.distributed.pipelining schedule CSV as our plan, so that
+// simulate, check, plot and octorun work on schedules written for torch.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "core/embedded.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "cost/inputs.hpp"
+#include "cost/profile_io.hpp"
+#include "interop/torch_csv.hpp"
+#include "interop/torch_schedule.hpp"
+#include "interop/torch_stages.hpp"
+#include "plan/embed.hpp"
+#include "plan/plan_io.hpp"
+#include "sim/lower_bound.hpp"
+#include "sim/sim_input.hpp"
+#include "sim/simulator.hpp"
+
+namespace octoplan {
+namespace {
+
+struct ImportScheduleArgs {
+  std::string csv;
+  std::string stages;
+  std::vector<int> stage_layers;
+  std::string method;
+  std::string output;
+  std::string report;
+  octo::InputOptions inputs;
+};
+
+[[noreturn]] void option_error(const std::string& problem) {
+  throw octo::Error(fmt::format("import-schedule: {}", problem));
+}
+
+int run(ImportScheduleArgs a) {
+  octo::check_output_path(a.output, "-o");
+  octo::check_output_path(a.report, "--report");
+  const std::string csv = octo::read_file(a.csv);
+
+  // The layout the CSV does not carry: from the stage file, or from --stage-layers.
+  octo::Plan skeleton;
+  skeleton.microbatches = 0;  // unless the stage file or --microbatches says: the CSV's
+  skeleton.devices = 0;       // unless the stage file says: the CSV's rows
+  if (!a.stages.empty()) {
+    if (!a.stage_layers.empty()) option_error("give either --stages or --stage-layers, not both");
+    skeleton = octo::load_torch_stages(a.stages);
+  } else if (!a.stage_layers.empty()) {
+    int first = 0;
+    for (const int n : a.stage_layers) {
+      if (n < 1) option_error(fmt::format("--stage-layers: {} layers in a stage (expected at least 1)", n));
+      skeleton.stages.push_back(octo::Stage{first, first + n, -1, false});
+      first += n;
+    }
+  } else {
+    option_error(
+        "give the stages: --stages STAGES.json (written by `octoplan export`) or --stage-layers N,N,... "
+        "(layers per stage, embedding and LM head included)");
+  }
+  if (a.inputs.microbatches > 0) skeleton.microbatches = a.inputs.microbatches;
+
+  // The inputs: the model (and cluster, costs) given here, or those embedded in the stage file.
+  octo::CostProfile costs;
+  if (!a.inputs.model_path.empty()) {
+    a.inputs.pp = static_cast<int>(octo::read_csv(csv, a.csv).size());
+    const octo::PlannerInputs in = octo::load_inputs(a.inputs);
+    octo::embed_inputs(skeleton, in);
+    skeleton.tp = in.cluster.tp;
+    skeleton.dp = in.cluster.dp;
+    skeleton.micro_batch = in.model.training.micro_batch;
+    skeleton.seq = in.model.seq_len;
+    costs = in.costs;
+  } else {
+    if (!a.inputs.cluster_path.empty() || !a.inputs.costs_path.empty() || a.inputs.tp > 0 ||
+        a.inputs.dp > 0 || a.inputs.micro_batch > 0 || a.inputs.seq > 0)
+      option_error("--cluster, --costs, --tp, --dp, --micro-batch and --seq need --model");
+    if (skeleton.model_yaml.empty())
+      option_error(fmt::format("no model: pass --model MODEL.yaml{}",
+                               a.stages.empty() ? "" : fmt::format(" ({} embeds no inputs)", a.stages)));
+    if (skeleton.costs_yaml.empty())
+      option_error(fmt::format("{} embeds no costs: pass --model (and --costs)", a.stages));
+    costs = octo::parse_costs(skeleton.costs_yaml, fmt::format("{}: inputs.costs", a.stages));
+    skeleton.generator = fmt::format("octoplan {}", octo::version());
+  }
+  if (!a.method.empty()) skeleton.method = a.method;
+  if (skeleton.method.empty()) skeleton.method = "torch-schedule";
+
+  octo::Plan plan = octo::import_torch_schedule(csv, a.csv, std::move(skeleton), costs);
+  octo::SimOptions so;
+  so.record_timeline = false;
+  const octo::SimResult r = octo::simulate(plan, octo::make_sim_input(plan), so);
+  plan.predicted = octo::report_json(r, plan);
+  octo::add_lower_bounds(plan.predicted, octo::plan_bounds(plan));
+
+  std::size_t comm = 0, compute = 0;
+  for (const auto& program : plan.programs)
+    for (const octo::Op& op : program) (octo::is_comm(op.kind) ? comm : compute) += 1;
+  fmt::print("Imported {}: {} ranks, {} stages, {} micro-batches, {} compute ops, {} transfers ({})\n", a.csv,
+             plan.devices, plan.stages.size(), plan.microbatches, compute, comm / 2,
+             a.stages.empty() ? "stages from --stage-layers" : "stages from " + a.stages);
+  fmt::print("predicted iteration {:.3f} ms, bubble {:.2f} %, {} memory\n", r.makespan_ms,
+             100.0 * r.bubble_ratio, r.fits_memory ? "fits" : "EXCEEDS");
+  octo::save_plan(plan, a.output);
+  fmt::print("wrote {}\n", a.output);
+  nlohmann::json report = octo::report_json(r, plan);
+  report["command"] = "import-schedule";
+  report["csv"] = a.csv;
+  report["plan"] = a.output;
+  write_report(a.report, report);
+  return 0;
+}
+
+Runner setup(CLI::App& app) {
+  static ImportScheduleArgs args;
+  CLI::App* cmd = app.add_subcommand("import-schedule",
+                                     "Turn a torch.distributed.pipelining schedule CSV (compute_only or "
+                                     "compute_comms) into a plan file that "
+                                     "simulate, check, plot and octorun take");
+  cmd->add_option("schedule", args.csv, "Schedule CSV: one row per pipeline rank, one action per cell")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--stages", args.stages, "Stage file written by `octoplan export --format torch-csv`")
+      ->check(CLI::ExistingFile);
+  cmd->add_option(
+         "--stage-layers", args.stage_layers,
+         "Instead of --stages: layers per stage in order, embedding and LM head included (e.g. 14,13,13,14)")
+      ->delimiter(',');
+  cmd->add_option("--model", args.inputs.model_path, "Model YAML (default: the one embedded in --stages)");
+  cmd->add_option("--cluster", args.inputs.cluster_path,
+                  "Cluster YAML (with --model; default: embedded h100x8)");
+  cmd->add_option("--costs", args.inputs.costs_path,
+                  "Costs YAML (with --model; default: an analytic estimate)");
+  cmd->add_option("--tp", args.inputs.tp, "Tensor-parallel size (with --model)")->check(CLI::PositiveNumber);
+  cmd->add_option("--dp", args.inputs.dp, "Data-parallel size (with --model)")->check(CLI::PositiveNumber);
+  cmd->add_option("--micro-batch", args.inputs.micro_batch, "Sequences per micro-batch (with --model)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", args.inputs.seq, "Sequence length (with --model)")->check(CLI::PositiveNumber);
+  cmd->add_option("--microbatches", args.inputs.microbatches,
+                  "Micro-batches per iteration (default: the stage file's, else the CSV's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--method", args.method, "Method name stored in the plan (default: the stage file's)");
+  cmd->add_option("-o,--output", args.output, "Plan file to write")->required();
+  add_report_option(cmd, args.report);
+  return [] { return run(args); };
+}
+
+const Registration reg(81, setup);
+
+}  // namespace
+}  // namespace octoplan

@@ -1,0 +1,90 @@
+// octoplan plot: SVG pictures of a plan (timeline per device with idle time, the critical path and
+// memory over time), of a measured run under its prediction, and of a comparison of methods.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "plan/json_reader.hpp"
+#include "plan/plan_io.hpp"
+#include "plot/compare_chart.hpp"
+#include "plot/picture.hpp"
+#include "plot/plan_picture.hpp"
+#include "plot/run_picture.hpp"
+#include "sim/sim_input.hpp"
+#include "sim/simulator.hpp"
+#include "spec/loader.hpp"
+
+namespace octoplan {
+namespace {
+
+struct PlotArgs {
+  std::string plan;
+  std::string compare;
+  std::string run;
+  std::string output;
+  bool comm = false;
+  double memory_limit_gib = 0;
+};
+
+int run(const PlotArgs& a) {
+  octo::check_output_path(a.output, "-o");
+  if (a.plan.empty() == a.compare.empty())
+    throw octo::Error("plot: give a PLAN, or --compare COMPARE.json (not both)");
+  std::string svg;
+  if (!a.compare.empty()) {
+    if (!a.run.empty() || a.comm) throw octo::Error("plot --compare: --run and --comm apply to a PLAN");
+    const nlohmann::json report = octo::parse_json(octo::read_file(a.compare), a.compare);
+    const octo::plot::CompareChart chart = octo::plot::compare_chart(report, a.compare);
+    svg = octo::plot::compare_svg(chart);
+    fmt::print("{} methods from {}\n", chart.bars.size(), a.compare);
+  } else {
+    const octo::Plan plan = octo::load_plan(a.plan);  // validated and deadlock-checked
+    octo::SimOptions so;
+    so.record_timeline = true;
+    const octo::SimResult r = octo::simulate(plan, octo::make_sim_input(plan, a.memory_limit_gib), so);
+    octo::plot::PlanPictureOptions po;
+    po.comm = a.comm;
+    if (!plan.model_yaml.empty()) po.model_name = octo::parse_model(plan.model_yaml, a.plan).name;
+    octo::plot::Picture picture = octo::plot::plan_picture(plan, r, po);
+    if (!a.run.empty())
+      octo::plot::add_run(picture, plan, octo::parse_json(octo::read_file(a.run), a.run), a.run, a.comm);
+    svg = octo::plot::picture_svg(picture);
+    for (const std::string& line : picture.title) fmt::print("{}\n", line);
+  }
+  octo::write_file_atomic(a.output, svg);
+  fmt::print("wrote {}\n", a.output);
+  return 0;
+}
+
+Runner setup(CLI::App& app) {
+  static PlotArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "plot",
+      "Draw a plan as an SVG timeline (per device: ops by kind and micro-batch, idle time, the critical "
+      "path, "
+      "busy share, memory over time against the limit), optionally with a measured run under it; or draw "
+      "`octoplan compare --report` as a bar chart");
+  cmd->add_option("plan", args.plan, "Plan file (JSON)")->check(CLI::ExistingFile);
+  cmd->add_option("--compare", args.compare, "Instead of a plan: the --report of `octoplan compare`")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--run", args.run,
+                  "The --trace (op by op) or --report (busy per rank) of an octorun run of PLAN")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--comm", args.comm, "Also draw each device's comm stream (SEND/RECV)");
+  cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
+                  "Per-device memory limit in GiB (default: the device's memory)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-o,--output", args.output, "SVG file to write")->required();
+  return [] { return run(args); };
+}
+
+const Registration reg(90, setup);
+
+}  // namespace
+}  // namespace octoplan

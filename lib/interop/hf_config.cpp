@@ -1,0 +1,452 @@
+// Hugging Face config.json → model YAML: the driver (architecture lookup, the keys every family
+// shares, the accounting of unread keys, the YAML text) and the config reader. The families are
+// in hf_<family>.cpp.
+
+#include "interop/hf_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "interop/hf_family.hpp"
+#include "plan/json_reader.hpp"
+#include "spec/loader.hpp"
+
+namespace octo {
+namespace hf {
+namespace {
+
+using nlohmann::json;
+
+/// Line and column (1-based) of every key of the top-level object of JSON `text`. The text has
+/// already been parsed successfully, so the scan can be simple: strings, nesting and colons.
+std::map<std::string, std::pair<int, int>, std::less<>> key_positions(std::string_view text,
+                                                                      std::vector<std::string>& order) {
+  std::map<std::string, std::pair<int, int>, std::less<>> out;
+  int depth = 0, line = 1, column = 1;
+  std::size_t i = 0;
+  const auto advance = [&] {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    ++i;
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '"') {
+      const int key_line = line, key_column = column;
+      std::string raw;
+      advance();
+      while (i < text.size() && text[i] != '"') {
+        if (text[i] == '\\' && i + 1 < text.size()) {
+          raw += text[i];
+          advance();
+        }
+        raw += text[i];
+        advance();
+      }
+      advance();  // closing quote
+      std::size_t j = i;
+      while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j]))) ++j;
+      if (depth == 1 && j < text.size() && text[j] == ':') {
+        // Keys are compared decoded; escapes in config keys are rare enough to decode via json.
+        std::string key = raw;
+        try {
+          key = json::parse("\"" + raw + "\"").get<std::string>();
+        } catch (const json::exception&) {
+        }
+        if (out.emplace(key, std::pair{key_line, key_column}).second) order.push_back(key);
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    advance();
+  }
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// A model name from a path or repository id: its last component, lower case, without ".json"
+/// or ".config".
+std::string name_from(std::string_view path) {
+  std::string base = std::filesystem::path(std::string(path)).filename().string();
+  for (std::string_view suffix : {".json", ".config"})
+    if (base.size() > suffix.size() && base.ends_with(suffix)) base.resize(base.size() - suffix.size());
+  if (base == "config") base.clear();
+  std::string out;
+  for (const char c : lower(base)) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.') ? c : '-';
+  return out;
+}
+
+std::string yaml_quoted(std::string_view s) { return json(std::string(s)).dump(); }
+
+/// Smallest p dividing n with blocks[i] == blocks[i % p] for all i.
+std::size_t period(const std::vector<Block>& blocks) {
+  const std::size_t n = blocks.size();
+  for (std::size_t p = 1; p < n; ++p) {
+    if (n % p) continue;
+    bool ok = true;
+    for (std::size_t i = p; i < n && ok; ++i) ok = blocks[i] == blocks[i - p];
+    if (ok) return p;
+  }
+  return n;
+}
+
+std::string to_yaml(const Draft& d, const std::string& header) {
+  std::string out = header;
+  out += fmt::format("name: {}\nvocab: {}\nhidden: {}\nseq_len: {}\n", yaml_quoted(d.name), d.vocab, d.hidden,
+                     d.seq_len);
+  if (d.tie_embeddings) out += "tie_embeddings: true\n";
+  if (!d.pattern.empty()) {
+    out += fmt::format("pattern: {}\n", yaml_quoted(d.pattern));
+  } else {
+    // One period of the sequence, consecutive equal blocks merged with `repeat`.
+    const std::size_t p = period(d.blocks);
+    out += "layers:\n";
+    for (std::size_t i = 0; i < p;) {
+      std::size_t run = 1;
+      while (i + run < p && d.blocks[i + run] == d.blocks[i]) ++run;
+      out += fmt::format("  - {{mixer: {}, ffn: {}", d.blocks[i].mixer, d.blocks[i].ffn);
+      out += run > 1 ? fmt::format(", repeat: {}}}\n", run) : "}\n";
+      i += run;
+    }
+    if (p < d.blocks.size()) out += fmt::format("repeat: {}\n", d.blocks.size() / p);
+  }
+  for (const auto& [key, value] : d.sections) out += fmt::format("{}: {}\n", key, value);
+  out += fmt::format("training: {{micro_batch: {}, dtype: {}, recompute: none}}\n", d.micro_batch, d.dtype);
+  return out;
+}
+
+const Family* find_family(std::string_view architecture, std::string_view model_type) {
+  for (const Family& f : families()) {
+    if (!architecture.empty()) {
+      if (std::find(f.architectures.begin(), f.architectures.end(), architecture) != f.architectures.end())
+        return &f;
+    } else if (std::find(f.model_types.begin(), f.model_types.end(), model_type) != f.model_types.end()) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// --- Config ---------------------------------------------------------------------------------
+
+Config::Config(json root, std::string source, std::string_view text)
+    : root_(std::move(root)), source_(std::move(source)), positions_(key_positions(text, order_)) {
+  // Keys the scan could not place (it should place all) still count.
+  for (const auto& [key, value] : root_.items())
+    if (std::find(order_.begin(), order_.end(), key) == order_.end()) order_.push_back(key);
+}
+
+const json* Config::find(std::string_view key) const {
+  const auto it = root_.find(key);
+  return it == root_.end() ? nullptr : &*it;
+}
+
+bool Config::has(std::string_view key) const {
+  const json* j = find(key);
+  return j && !j->is_null();
+}
+
+SourceLocation Config::where(std::string_view key) const {
+  const auto it = positions_.find(key);
+  if (it == positions_.end()) return SourceLocation{source_};
+  return SourceLocation{source_, it->second.first, it->second.second};
+}
+
+void Config::fail(std::string_view key, const std::string& problem, const std::string& expected) const {
+  throw InputError(where(key), std::string(key), problem, expected);
+}
+
+const json* Config::value(std::string_view key) {
+  const json* j = find(key);
+  if (j) read_.emplace(key);
+  return j;
+}
+
+std::int64_t Config::integer(std::string_view key, std::int64_t min) {
+  const json* j = value(key);
+  if (!j || j->is_null()) fail(key, "missing", fmt::format("an integer >= {}", min));
+  if (!j->is_number_integer()) fail(key, fmt::format("is {}", json_type(*j)), "an integer");
+  if (j->is_number_unsigned() && j->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    fail(key, "is too large");
+  const std::int64_t v = j->get<std::int64_t>();
+  if (v < min) fail(key, fmt::format("{} is too small", v), fmt::format("at least {}", min));
+  return v;
+}
+
+std::int64_t Config::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min) {
+  if (!has(key)) {
+    ignore({key});  // a null value counts as read
+    return fallback;
+  }
+  return integer(key, min);
+}
+
+std::string Config::string(std::string_view key) {
+  const json* j = value(key);
+  if (!j || j->is_null()) fail(key, "missing", "a string");
+  if (!j->is_string()) fail(key, fmt::format("is {}", json_type(*j)), "a string");
+  return j->get<std::string>();
+}
+
+std::string Config::string_or(std::string_view key, std::string fallback) {
+  if (!has(key)) {
+    ignore({key});
+    return fallback;
+  }
+  return string(key);
+}
+
+bool Config::boolean_or(std::string_view key, bool fallback) {
+  const json* j = value(key);
+  if (!j || j->is_null()) return fallback;
+  if (!j->is_boolean()) fail(key, fmt::format("is {}", json_type(*j)), "true or false");
+  return j->get<bool>();
+}
+
+std::vector<std::int64_t> Config::integers(std::string_view key, std::int64_t min) {
+  const json* j = value(key);
+  std::vector<std::int64_t> out;
+  if (!j || j->is_null()) return out;
+  if (!j->is_array()) fail(key, fmt::format("is {}", json_type(*j)), "a list of integers");
+  for (std::size_t i = 0; i < j->size(); ++i) {
+    const json& e = (*j)[i];
+    if (!e.is_number_integer() || e.get<std::int64_t>() < min)
+      fail(key, fmt::format("entry {} is {}", i, e.dump()), fmt::format("integers >= {}", min));
+    out.push_back(e.get<std::int64_t>());
+  }
+  return out;
+}
+
+std::vector<std::string> Config::strings(std::string_view key) {
+  const json* j = value(key);
+  std::vector<std::string> out;
+  if (!j || j->is_null()) return out;
+  if (!j->is_array()) fail(key, fmt::format("is {}", json_type(*j)), "a list of strings");
+  for (std::size_t i = 0; i < j->size(); ++i) {
+    if (!(*j)[i].is_string()) fail(key, fmt::format("entry {} is {}", i, json_type((*j)[i])), "strings");
+    out.push_back((*j)[i].get<std::string>());
+  }
+  return out;
+}
+
+void Config::ignore(std::initializer_list<std::string_view> keys) {
+  for (std::string_view k : keys)
+    if (find(k)) read_.emplace(k);
+}
+
+void Config::expect_false(std::string_view key, std::string_view why) {
+  if (boolean_or(key, false)) problem(key, fmt::format("true is not supported: {}", why));
+}
+
+void Config::problem(std::string_view key, const std::string& text) {
+  ignore({key});
+  problems_.push_back(fmt::format("{}: {}: {}", where(key).str(), key, text));
+}
+
+std::vector<std::string> Config::unread() const {
+  std::vector<std::string> out;
+  for (const std::string& k : order_)
+    if (!read_.contains(k)) out.push_back(k);
+  return out;
+}
+
+// --- Flow and shared helpers ----------------------------------------------------------------
+
+Flow& Flow::add(std::string_view key, std::int64_t value) {
+  text_ += fmt::format("{}{}: {}", text_.empty() ? "" : ", ", key, value);
+  return *this;
+}
+
+Flow& Flow::add(std::string_view key, std::string_view value) {
+  text_ += fmt::format("{}{}: {}", text_.empty() ? "" : ", ", key, value);
+  return *this;
+}
+
+std::string attention_section(Config& c, std::int64_t hidden,
+                              std::initializer_list<std::string_view> head_dim_keys) {
+  const std::int64_t heads = c.integer("num_attention_heads");
+  const std::int64_t kv = c.integer_or("num_key_value_heads", heads);
+  if (heads % kv) c.fail("num_key_value_heads", fmt::format("{} does not divide the {} heads", kv, heads));
+  std::int64_t head_dim = 0;
+  for (std::string_view k : head_dim_keys) {
+    if (head_dim == 0 && c.has(k))
+      head_dim = c.integer(k);
+    else
+      c.ignore({k});
+  }
+  Flow f;
+  f.add("heads", heads).add("kv_heads", kv);
+  if (head_dim == 0) {
+    if (hidden % heads)
+      c.fail("num_attention_heads", fmt::format("{} does not divide hidden_size {}", heads, hidden),
+             "a head_dim key");
+    head_dim = hidden / heads;
+  }
+  f.add("head_dim", head_dim);
+  return f.str();
+}
+
+void check_sliding_window(Config& c, std::string_view key, std::int64_t seq) {
+  if (!c.has(key)) {
+    c.ignore({key});
+    return;
+  }
+  const std::int64_t window = c.integer(key);
+  if (window < seq)
+    c.problem(key,
+              fmt::format("a sliding window of {} tokens is shorter than the sequence ({} tokens), and our "
+                          "attention is full causal (import with --seq {} or less)",
+                          window, seq, window));
+}
+
+void check_no_mtp(Config& c, std::string_view key) {
+  if (c.integer_or(key, 0, 0) > 0)
+    c.problem(key, "multi-token-prediction layers are not modelled (the pipeline would miss their work)");
+}
+
+}  // namespace hf
+
+// --- The importer ---------------------------------------------------------------------------
+
+namespace {
+
+using nlohmann::json;
+
+std::string dtype_of(hf::Config& c, std::string_view key) {
+  const std::string t = c.string(key);
+  if (t == "bfloat16") return "bf16";
+  if (t == "float16") return "fp16";
+  if (t == "float32") return "fp32";
+  c.problem(key, fmt::format("\"{}\" has no training dtype here (bfloat16, float16, float32); bf16 used", t));
+  return "bf16";
+}
+
+}  // namespace
+
+HfImport import_hf_config(std::string_view text, const std::string& source, const HfImportOptions& o) {
+  const json root = parse_json(text, source);
+  if (!root.is_object())
+    throw InputError(SourceLocation{source}, "", fmt::format("the config is {}", json_type(root)),
+                     "a JSON object (a Hugging Face config.json)");
+  hf::Config c(root, source, text);
+
+  std::string architecture;
+  if (c.has("architectures")) {
+    const std::vector<std::string> list = c.strings("architectures");
+    if (list.empty()) c.fail("architectures", "is empty", "the model class, e.g. [\"LlamaForCausalLM\"]");
+    architecture = list.front();
+    if (list.size() > 1)
+      c.problem("architectures",
+                fmt::format("lists {} classes; the first ({}) is imported", list.size(), architecture));
+  }
+  const std::string model_type = c.string_or("model_type", "");
+  if (architecture.empty() && model_type.empty())
+    c.fail("architectures", "missing (and no model_type)", "the model class, e.g. [\"LlamaForCausalLM\"]");
+  const hf::Family* family = hf::find_family(architecture, model_type);
+  if (!family)
+    throw InputError(c.where(architecture.empty() ? "model_type" : "architectures"),
+                     architecture.empty() ? "model_type" : "architectures",
+                     fmt::format("{} is not an architecture octoplan can import",
+                                 architecture.empty() ? model_type : architecture),
+                     fmt::format("one of {}", fmt::join(hf_architectures(), ", ")));
+
+  hf::Draft d;
+  d.micro_batch = o.micro_batch;
+  d.vocab = c.integer("vocab_size");
+  d.hidden = c.integer("hidden_size");
+  d.seq_len = o.seq > 0 ? o.seq : c.integer("max_position_embeddings");
+  if (o.seq > 0) c.ignore({"max_position_embeddings"});
+  d.tie_embeddings = c.boolean_or("tie_word_embeddings", false);
+  if (c.has("torch_dtype")) d.dtype = dtype_of(c, "torch_dtype");
+  if (c.has("dtype")) d.dtype = dtype_of(c, "dtype");
+  c.ignore({"torch_dtype", "dtype"});
+  const std::string name_or_path = c.string_or("_name_or_path", "");
+  d.name = !o.name.empty()                  ? o.name
+           : !name_or_path.empty()          ? hf::name_from(name_or_path)
+           : !hf::name_from(source).empty() ? hf::name_from(source)
+                                            : (model_type.empty() ? hf::name_from(architecture) : model_type);
+  // Keys of every config that do not change a pipeline plan: token ids, initialisation, dropout,
+  // norm epsilons, RoPE, generation and bookkeeping settings.
+  c.ignore({"transformers_version",
+            "bos_token_id",
+            "eos_token_id",
+            "pad_token_id",
+            "initializer_range",
+            "rms_norm_eps",
+            "layer_norm_epsilon",
+            "norm_eps",
+            "use_cache",
+            "attention_dropout",
+            "hidden_dropout",
+            "rope_theta",
+            "rope_scaling",
+            "partial_rotary_factor",
+            "auto_map",
+            "num_logits_to_keep",
+            "output_router_logits",
+            "router_aux_loss_coef",
+            "router_jitter_noise",
+            "return_dict",
+            "is_decoder",
+            "logits_to_keep"});
+
+  family->map(c, d);
+
+  for (const std::string& key : c.unread())
+    c.problem(key, fmt::format("unknown key for {} configs (not mapped)",
+                               architecture.empty() ? model_type : architecture));
+
+  HfImport out;
+  out.architecture = architecture.empty() ? model_type : architecture;
+  out.family = std::string(family->name);
+  out.notes = d.notes;
+  if (!c.problems().empty()) {
+    if (!o.lenient)
+      throw Error(fmt::format(
+          "{}: {} key{} cannot be mapped onto an octoplan model (--lenient imports anyway and "
+          "lists them as warnings):\n  {}",
+          source, c.problems().size(), c.problems().size() == 1 ? "" : "s", fmt::join(c.problems(), "\n  ")));
+    out.warnings = c.problems();
+  }
+
+  std::string header =
+      fmt::format("# Imported by `octoplan import-hf` from {} ({}).\n", source, out.architecture);
+  for (const std::string& n : d.notes) header += fmt::format("# Not modelled: {}.\n", n);
+  for (const std::string& w : out.warnings) header += fmt::format("# Warning (--lenient): {}\n", w);
+  out.yaml = hf::to_yaml(d, header);
+  try {
+    out.model = parse_model(out.yaml, fmt::format("{} (imported)", source));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: the imported model is not valid: {}", source, e.what()));
+  }
+  return out;
+}
+
+HfImport load_hf_config(const std::string& path, const HfImportOptions& options) {
+  return import_hf_config(read_file(path), path, options);
+}
+
+std::vector<std::string> hf_architectures() {
+  std::vector<std::string> out;
+  for (const hf::Family& f : hf::families())
+    for (std::string_view a : f.architectures) out.emplace_back(a);
+  return out;
+}
+
+}  // namespace octo

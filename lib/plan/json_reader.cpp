@@ -1,0 +1,132 @@
+#include "plan/json_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace octo {
+
+using nlohmann::json;
+
+std::string_view json_type(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a floating-point number";
+    default:
+      return "an unsupported value";
+  }
+}
+
+json parse_json(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // Position of the offending character, 1-based.
+    const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < byte; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string detail = e.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax error
+    // ..."
+    if (const auto at = detail.find("column"); at != std::string::npos) {
+      if (const auto colon = detail.find(": ", at); colon != std::string::npos)
+        detail = detail.substr(colon + 2);
+    }
+    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
+  }
+}
+
+void JsonReader::fail(const std::string& path, const std::string& problem,
+                      const std::string& expected) const {
+  throw InputError(SourceLocation{source_}, path, problem, expected);
+}
+
+const json& JsonReader::object(const json& j, const std::string& path,
+                               std::initializer_list<std::string_view> keys) const {
+  if (!j.is_object()) fail(path, fmt::format("is {}", json_type(j)), "an object");
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      fail(join(path, key), "unknown key", fmt::format("one of {}", fmt::join(keys, ", ")));
+  }
+  return j;
+}
+
+const json* JsonReader::optional(const json& obj, std::string_view key) const {
+  const auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+const json& JsonReader::required(const json& obj, const std::string& path, std::string_view key) const {
+  const json* j = optional(obj, key);
+  if (!j) fail(join(path, key), "missing");
+  return *j;
+}
+
+std::int64_t JsonReader::integer(const json& j, const std::string& path, std::int64_t lo,
+                                 std::int64_t hi) const {
+  if (j.is_number_unsigned()) {
+    const auto v = j.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(hi))
+      fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
+    return static_cast<std::int64_t>(v);
+  }
+  if (!j.is_number_integer()) fail(path, fmt::format("is {}", json_type(j)), "an integer");
+  const auto v = j.get<std::int64_t>();
+  if (v < lo || v > hi) fail(path, fmt::format("{} does not fit", v), fmt::format("{}..{}", lo, hi));
+  return v;
+}
+
+double JsonReader::number(const json& j, const std::string& path) const {
+  if (!j.is_number()) fail(path, fmt::format("is {}", json_type(j)), "a number");
+  const double v = j.get<double>();
+  if (!std::isfinite(v)) fail(path, "is not finite", "a finite number");
+  return v;
+}
+
+std::string JsonReader::string(const json& j, const std::string& path) const {
+  if (!j.is_string()) fail(path, fmt::format("is {}", json_type(j)), "a string");
+  return j.get<std::string>();
+}
+
+bool JsonReader::boolean(const json& j, const std::string& path) const {
+  if (!j.is_boolean()) fail(path, fmt::format("is {}", json_type(j)), "true or false");
+  return j.get<bool>();
+}
+
+const json& JsonReader::array(const json& j, const std::string& path) const {
+  if (!j.is_array()) fail(path, fmt::format("is {}", json_type(j)), "an array");
+  return j;
+}
+
+std::string JsonReader::join(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
+}
+
+std::string JsonReader::index(const std::string& path, std::size_t i) {
+  return fmt::format("{}[{}]", path, i);
+}
+
+}  // namespace octo

@@ -1,0 +1,310 @@
+// Hugging Face config import: each family, from configs written here with the public values,
+// gives the layers and parameter counts of the hand-written zoo model; unknown and unmappable keys
+// are errors naming the key and its position, or warnings with lenient; malformed values fail.
+
+#include "interop/hf_config.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "spec/kinds/mamba.hpp"
+#include "spec/kinds/mlp.hpp"
+#include "spec/kinds/moe.hpp"
+#include "spec/loader.hpp"
+
+namespace {
+
+octo::ModelSpec zoo(const std::string& name) {
+  return octo::load_model(std::string(OCTO_SOURCE_DIR) + "/profiles/models/" + name + ".yaml");
+}
+
+double relative(double a, double b) { return std::abs(a - b) / b; }
+
+/// The imported model has the zoo model's layer sequence and, within 0.5 %, its parameters.
+void check_same_model(const octo::ModelSpec& imported, const octo::ModelSpec& expected) {
+  REQUIRE(imported.layers.size() == expected.layers.size());
+  for (std::size_t i = 0; i < imported.layers.size(); ++i) {
+    INFO("layer " << i);
+    CHECK(imported.layers[i].parts == expected.layers[i].parts);
+  }
+  CHECK(imported.vocab == expected.vocab);
+  CHECK(imported.hidden == expected.hidden);
+  const double total = static_cast<double>(octo::total_params(imported));
+  const double active = static_cast<double>(octo::active_params(imported));
+  CHECK(relative(total, static_cast<double>(octo::total_params(expected))) < 0.005);
+  CHECK(relative(active, static_cast<double>(octo::active_params(expected))) < 0.005);
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string error_of(const std::string& json, const octo::HfImportOptions& o = {}) {
+  try {
+    (void)octo::import_hf_config(json, "config.json", o);
+  } catch (const octo::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kNemotronH8b = R"({
+  "architectures": ["NemotronHForCausalLM"],
+  "model_type": "nemotron_h",
+  "hidden_size": 4096,
+  "intermediate_size": 21504,
+  "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+  "num_hidden_layers": 52,
+  "num_attention_heads": 32,
+  "num_key_value_heads": 8,
+  "attention_head_dim": 128,
+  "mamba_num_heads": 128,
+  "mamba_head_dim": 64,
+  "ssm_state_size": 128,
+  "n_groups": 8,
+  "conv_kernel": 4,
+  "expand": 2,
+  "mlp_hidden_act": "relu2",
+  "vocab_size": 131072,
+  "max_position_embeddings": 8192,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "rms_norm_eps": 1e-05
+})";
+
+}  // namespace
+
+TEST_CASE("import-hf: Nemotron-H-8B gives the zoo model, seq from max_position_embeddings") {
+  const octo::HfImport r = octo::import_hf_config(kNemotronH8b, "nemotron-h-8b.config.json");
+  CHECK(r.architecture == "NemotronHForCausalLM");
+  CHECK(r.family == "nemotron-h");
+  CHECK(r.model.name == "nemotron-h-8b");
+  CHECK(r.model.seq_len == 8192);
+  CHECK(r.warnings.empty());
+  check_same_model(r.model, zoo("nemotron-h-8b"));
+  // The YAML itself reads back the same.
+  check_same_model(octo::parse_model(r.yaml, "written"), zoo("nemotron-h-8b"));
+  octo::HfImportOptions o;
+  o.seq = 4096;
+  o.name = "short";
+  const octo::HfImport s = octo::import_hf_config(kNemotronH8b, "x.json", o);
+  CHECK(s.model.seq_len == 4096);
+  CHECK(s.model.name == "short");
+}
+
+TEST_CASE("import-hf: Nemotron-H relatives (56B, Nano-9B-v2, layers_block_type form)") {
+  const std::string h56 = R"({
+    "architectures": ["NemotronHForCausalLM"], "hidden_size": 8192, "intermediate_size": 32768,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "num_hidden_layers": 118, "num_attention_heads": 64, "num_key_value_heads": 8, "attention_head_dim": 128,
+    "mamba_num_heads": 256, "mamba_head_dim": 64, "ssm_state_size": 256, "n_groups": 8, "conv_kernel": 4,
+    "mlp_hidden_act": "relu2", "vocab_size": 131072, "max_position_embeddings": 8192})";
+  check_same_model(octo::import_hf_config(h56, "h56.json").model, zoo("nemotron-h-56b"));
+
+  const std::string nano9 = R"({
+    "architectures": ["NemotronHForCausalLM"], "hidden_size": 4480, "intermediate_size": 15680,
+    "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
+    "num_hidden_layers": 56, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+    "mamba_num_heads": 128, "mamba_head_dim": 80, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4,
+    "mlp_hidden_act": "relu2", "vocab_size": 131072, "max_position_embeddings": 131072})";
+  const octo::HfImport n = octo::import_hf_config(nano9, "nano9.json");
+  check_same_model(n.model, zoo("nemotron-nano-9b-v2"));
+  CHECK(n.model.seq_len == 131072);
+
+  // layers_block_type instead of the pattern string: the same model.
+  std::string types;
+  for (const char c : std::string("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"))
+    types += std::string(types.empty() ? "" : ", ") + (c == 'M'   ? "\"mamba\""
+                                                       : c == '*' ? "\"attention\""
+                                                                  : "\"mlp\"");
+  std::string by_types = kNemotronH8b;
+  by_types.replace(
+      by_types.find("\"hybrid_override_pattern\""),
+      std::string("\"hybrid_override_pattern\": \"M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-\"")
+          .size(),
+      "\"layers_block_type\": [" + types + "]");
+  check_same_model(octo::import_hf_config(by_types, "types.json").model, zoo("nemotron-h-8b"));
+}
+
+TEST_CASE("import-hf: Nemotron-3-Nano, an MoE hybrid with a shared expert") {
+  const std::string nano3 = R"({
+    "architectures": ["NemotronHForCausalLM"], "hidden_size": 2688, "intermediate_size": 1856,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "num_hidden_layers": 52, "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128,
+    "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4,
+    "mlp_hidden_act": "relu2", "n_routed_experts": 128, "num_experts_per_tok": 6, "moe_intermediate_size": 1856,
+    "moe_shared_expert_intermediate_size": 3712, "n_shared_experts": 1, "routed_scaling_factor": 2.5,
+    "n_group": 1, "topk_group": 1, "norm_topk_prob": true, "vocab_size": 131072,
+    "max_position_embeddings": 262144, "sliding_window": null})";
+  octo::HfImportOptions o;
+  o.seq = 8192;
+  const octo::HfImport r = octo::import_hf_config(nano3, "nano3.json", o);
+  check_same_model(r.model, zoo("nemotron-3-nano"));
+  REQUIRE(r.model.sections.find<octo::MoeSpec>());
+  CHECK(r.model.sections.find<octo::MoeSpec>()->shared_experts == 1);
+  CHECK(r.model.sections.find<octo::MoeSpec>()->shared_ffn == 3712);
+  CHECK(!r.model.sections.find<octo::MlpSpec>());  // no '-' in the pattern: no MLP section although
+                                                   // intermediate_size is given
+}
+
+TEST_CASE("import-hf: Jamba from its attention and expert periods") {
+  const std::string jamba = R"({
+    "architectures": ["JambaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1,
+    "num_experts": 16, "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+    "mamba_dt_rank": 256, "mamba_conv_bias": true, "mamba_proj_bias": false, "hidden_act": "silu",
+    "vocab_size": 65536, "max_position_embeddings": 262144, "use_mamba_kernels": true})";
+  octo::HfImportOptions o;
+  o.seq = 4096;
+  const octo::HfImport r = octo::import_hf_config(jamba, "jamba.json", o);
+  check_same_model(r.model, zoo("jamba-v0.1"));
+  // One 8-layer period written once and repeated.
+  CHECK(contains(r.yaml, "repeat: 4"));
+  // "auto" dt_rank is ceil(hidden / 16).
+  std::string auto_rank = jamba;
+  auto_rank.replace(auto_rank.find("\"mamba_dt_rank\": 256"), 20, "\"mamba_dt_rank\": \"auto\"");
+  CHECK(octo::import_hf_config(auto_rank, "j.json", o).model.sections.find<octo::MambaSpec>()->dt_rank ==
+        256);
+}
+
+TEST_CASE("import-hf: Llama-3-8B and the Mistral / Qwen dense relatives") {
+  const std::string llama = R"({
+    "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu",
+    "vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "rope_type": "llama3"}, "attention_bias": false, "mlp_bias": false,
+    "pretraining_tp": 1, "tie_word_embeddings": false})";
+  octo::HfImportOptions o;
+  o.seq = 4096;
+  const octo::HfImport r = octo::import_hf_config(llama, "llama.json", o);
+  check_same_model(r.model, zoo("llama3-8b"));
+  CHECK(r.notes.empty());
+
+  // Mistral-7B-v0.1: the same blocks; its 4096-token sliding window is exact up to 4096 tokens.
+  const std::string mistral = R"({
+    "architectures": ["MistralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu",
+    "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096})";
+  const std::string e = error_of(mistral);
+  CHECK(contains(e, "sliding_window"));
+  CHECK(contains(e, "config.json:4:"));  // the key's line
+  CHECK(octo::import_hf_config(mistral, "m.json", o).model.layers.size() == 34);
+
+  // Qwen2: q/k/v biases are part of the architecture, not a key: reported as not modelled.
+  const std::string qwen2 = R"({
+    "architectures": ["Qwen2ForCausalLM"], "hidden_size": 896, "intermediate_size": 4864,
+    "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "hidden_act": "silu",
+    "vocab_size": 151936, "max_position_embeddings": 32768, "sliding_window": 32768,
+    "use_sliding_window": false, "max_window_layers": 21, "tie_word_embeddings": true})";
+  const octo::HfImport q = octo::import_hf_config(qwen2, "qwen2.json");
+  REQUIRE(q.notes.size() == 1);
+  CHECK(contains(q.notes[0], "biases"));
+  CHECK(q.model.tie_embeddings);
+}
+
+TEST_CASE("import-hf: Mixtral and Qwen3-MoE against their closed-form parameter counts") {
+  const std::string mixtral = R"({
+    "architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "hidden_act": "silu", "vocab_size": 32000, "max_position_embeddings": 32768,
+    "sliding_window": null, "router_aux_loss_coef": 0.02, "output_router_logits": false})";
+  const octo::HfImport m = octo::import_hf_config(mixtral, "mixtral.json");
+  // Per layer: attention q, k, v, o; 8 SwiGLU experts; the router; two norms. Plus embedding,
+  // final norm and the untied LM head.
+  const double h = 4096, f = 14336, kv = 8 * 128, V = 32000;
+  const double layer = (h * h + 2 * h * kv + h * h) + 8 * 3 * h * f + h * 8 + 2 * h;
+  const double total = 32 * layer + 2 * V * h + h;
+  const double active = 32 * (layer - 6 * 3 * h * f) + 2 * V * h + h;
+  CHECK(relative(static_cast<double>(octo::total_params(m.model)), total) < 0.005);
+  CHECK(relative(static_cast<double>(octo::active_params(m.model)), active) < 0.005);
+  CHECK(relative(static_cast<double>(octo::total_params(m.model)), 46.7e9) < 0.005);  // published
+
+  const std::string qwen3 = R"({
+    "architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144,
+    "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+    "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+    "mlp_only_layers": [], "norm_topk_prob": true, "hidden_act": "silu", "vocab_size": 151936,
+    "max_position_embeddings": 40960, "sliding_window": null, "use_sliding_window": false,
+    "max_window_layers": 48, "tie_word_embeddings": false})";
+  const octo::HfImport q = octo::import_hf_config(qwen3, "qwen3.json");
+  CHECK(relative(static_cast<double>(octo::total_params(q.model)), 30.5e9) < 0.005);  // published 30.5 B
+  CHECK(relative(static_cast<double>(octo::active_params(q.model)), 3.35e9) < 0.02);  // published 3.3 B
+  // mlp_only_layers and decoder_sparse_step decide which layers are MoE.
+  std::string mixed = qwen3;
+  mixed.replace(mixed.find("\"mlp_only_layers\": []"), 21, "\"mlp_only_layers\": [0, 47]");
+  const octo::HfImport qm = octo::import_hf_config(mixed, "qwen3.json");
+  CHECK(qm.model.layers[1].parts.back() == octo::BlockKind::Mlp);   // block 0
+  CHECK(qm.model.layers[2].parts.back() == octo::BlockKind::Moe);   // block 1
+  CHECK(qm.model.layers[48].parts.back() == octo::BlockKind::Mlp);  // block 47
+  REQUIRE(qm.model.sections.find<octo::MlpSpec>());
+  CHECK(qm.model.sections.find<octo::MlpSpec>()->ffn == 6144);
+}
+
+TEST_CASE("import-hf: unknown and unmappable keys are errors naming them, warnings when lenient") {
+  std::string cfg = kNemotronH8b;
+  cfg.insert(cfg.rfind("\n}"), ",\n  \"frobnicate\": 3,\n  \"attention_bias\": true");
+  const std::string e = error_of(cfg);
+  CHECK(contains(e, "2 keys cannot be mapped"));
+  CHECK(contains(e, "config.json:23:3: frobnicate: unknown key"));
+  CHECK(contains(e, "attention_bias: true is not supported"));
+  CHECK(contains(e, "--lenient"));
+
+  octo::HfImportOptions lenient;
+  lenient.lenient = true;
+  const octo::HfImport r = octo::import_hf_config(cfg, "config.json", lenient);
+  REQUIRE(r.warnings.size() == 2);
+  CHECK(contains(r.warnings[0] + r.warnings[1], "frobnicate"));
+  CHECK(contains(r.yaml, "# Warning (--lenient)"));
+  check_same_model(r.model, zoo("nemotron-h-8b"));
+
+  // Multi-token prediction, other activations and quantized weights are not silently dropped.
+  std::string mtp = kNemotronH8b;
+  mtp.insert(mtp.rfind('}'), ", \"num_nextn_predict_layers\": 1, \"quantization_config\": {\"bits\": 4}");
+  const std::string em = error_of(mtp);
+  CHECK(contains(em, "num_nextn_predict_layers"));
+  CHECK(contains(em, "quantization_config"));
+}
+
+TEST_CASE("import-hf: malformed configs fail at the key, whatever the leniency") {
+  octo::HfImportOptions lenient;
+  lenient.lenient = true;
+  std::string no_hidden = kNemotronH8b;
+  no_hidden.replace(no_hidden.find("\"hidden_size\": 4096,"), 20, "");
+  CHECK(contains(error_of(no_hidden, lenient), "hidden_size: missing"));
+
+  std::string bad_pattern = kNemotronH8b;
+  bad_pattern.replace(bad_pattern.find("M-M-M-M*"), 8, "M-M-X-M*");
+  CHECK(contains(error_of(bad_pattern, lenient), "unknown symbol 'X' at position 4"));
+
+  std::string wrong_count = kNemotronH8b;
+  wrong_count.replace(wrong_count.find("\"num_hidden_layers\": 52"), 23, "\"num_hidden_layers\": 50");
+  CHECK(contains(error_of(wrong_count, lenient), "50 layers, but the pattern has 52 symbols"));
+
+  std::string float_heads = kNemotronH8b;
+  float_heads.replace(float_heads.find("\"mamba_num_heads\": 128"), 22, "\"mamba_num_heads\": 12.5");
+  CHECK(contains(error_of(float_heads, lenient), "mamba_num_heads: is a floating-point number"));
+
+  CHECK(contains(error_of("{\"architectures\": [\"GPT2LMHeadModel\"], \"vocab_size\": 3}"),
+                 "GPT2LMHeadModel is not an architecture octoplan can import"));
+  CHECK(contains(error_of("{\"architectures\": [\"LlamaForCausalLM\"],\n  \"hidden_size\": 64,"),
+                 "config.json:2:"));
+  CHECK(contains(error_of("[1, 2]"), "a JSON object"));
+}
+
+TEST_CASE("import-hf: every shipped config imports, and those of zoo models give the zoo model") {
+  const std::string dir = std::string(OCTO_SOURCE_DIR) + "/profiles/hf";
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    INFO(entry.path().string());
+    const octo::HfImport r = octo::load_hf_config(entry.path().string());
+    CHECK(r.warnings.empty());
+    const std::string name = r.model.name;
+    if (std::filesystem::exists(std::string(OCTO_SOURCE_DIR) + "/profiles/models/" + name + ".yaml"))
+      check_same_model(r.model, zoo(name));
+    ++n;
+  }
+  CHECK(n == 6);
+  CHECK(octo::hf_architectures().size() == 9);
+}
