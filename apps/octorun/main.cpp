@@ -18,6 +18,8 @@
 #include "core/error.hpp"
 #include "exec/mpi_comm.hpp"
 #include "exec/train.hpp"
+#include "nn/lr_schedule.hpp"
+#include "nn/token_formats.hpp"
 
 namespace octorun {
 namespace {
@@ -55,11 +57,67 @@ int main(int argc, char** argv) {
   o.backend = backends.preferred();  // the first usable here: cuda when built and a GPU is visible
   app.add_option("plan", o.plan_path, "Plan file written by octoplan");
   octorun::add_backend_option(app, o.backend, backends);
-  app.add_option("--steps", o.steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--data", o.data_path,
-                 "Training text (byte-level tokens; default profiles/data/tiny-corpus.txt)");
+  app.add_option("--steps", o.steps, "Training steps (with --load: the step count to reach)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option(
+      "--data", o.data_path,
+      fmt::format("Training tokens, the format detected ({}). Default profiles/data/tiny-corpus.txt",
+                  octo::nn::describe_token_formats()));
+  app.add_option("--val-data", o.val_data_path, "Validation tokens (any --data format)");
+  app.add_option("--val-split", o.val_split,
+                 "Hold out the last FRACTION of --data for validation instead of --val-data")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--val-every", o.loop.val_every,
+                 "Validation loss every N steps (0: after the last step only, when there is validation data)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--val-batches", o.loop.val_batches, "Global batches of validation data per validation loss")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "Parameter initialization seed")->capture_default_str();
-  app.add_option("--lr", o.lr, "AdamW learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lr", o.lr, "AdamW learning rate (the peak of --lr-schedule)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  std::string schedule = "constant";
+  app.add_option("--lr-schedule", schedule,
+                 "constant, or after --warmup-steps a cosine or linear decay to --min-lr at --decay-steps")
+      ->check(CLI::IsMember({"constant", "cosine", "linear"}))
+      ->capture_default_str();
+  app.add_option("--warmup-steps", o.loop.schedule.warmup_steps,
+                 "Steps of linear warm-up from lr/N to lr (step s runs at lr (s+1)/N)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--min-lr", o.loop.schedule.min_lr, "The rate the decay ends at")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--decay-steps", o.loop.schedule.decay_steps,
+                 "The step where the decay reaches --min-lr (default: --steps)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--weight-decay", o.loop.weight_decay,
+                 "AdamW's decoupled weight decay of the matrices (norms, biases and SSM scalars have none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--clip-grad", o.loop.clip_grad,
+                 "Clip the gradients to this global norm, over all stages and replicas (0: no clipping)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option(
+      "--metrics", o.loop.metrics_path,
+      "Append one JSON line per step (step, loss, val_loss, lr, grad_norm, tokens_per_s, iteration_ms, "
+      "bubble); plot with scripts/plot-metrics");
+  app.add_option("--save", o.loop.save_dir,
+                 "Write checkpoints to DIR/step-NNNNNNNN (atomically; any plan of the model loads them)");
+  app.add_option("--save-every", o.loop.save_every, "Checkpoint every N steps (0: after the last step only)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--keep", o.loop.keep, "Keep only the K newest checkpoints in --save (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option(
+      "--load", o.loop.load_path,
+      "Resume from a checkpoint folder, or from the latest checkpoint in a --save folder, and train on "
+      "to --steps (under this plan or another plan of the same model)");
   app.add_option("--report", o.report_path,
                  "Write the measured figures (iteration time, busy/idle per rank, bubble, tokens/s, peak "
                  "activation memory) beside the plan's predicted ones as JSON");
@@ -99,6 +157,7 @@ int main(int argc, char** argv) {
     if (!chosen && o.plan_path.empty()) throw CLI::RequiredError("plan");
     if (const char* fault = std::getenv("OCTO_EXEC_FAULT"); fault && *fault)
       o.fault = octo::exec::FaultInjection::parse(fault);
+    o.loop.schedule.kind = octo::nn::parse_lr_schedule(schedule);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const octo::Error& e) {

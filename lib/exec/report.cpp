@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "plan/semantics.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 
@@ -171,8 +172,7 @@ nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int wa
           if (it->second.second < peer.spans.size())
             ready = std::max(ready, peer.spans[it->second.second].start_us);
         };
-        if (op.kind == OpKind::F) input(TensorKind::Activation, op.stage - 1);
-        if (op.kind == OpKind::B || op.kind == OpKind::BW) input(TensorKind::Gradient, op.stage + 1);
+        if (const auto in = input_tensor(op.kind, op.stage, last_stage + 1)) input(in->tensor, in->stage);
         total += std::max(0.0, spans[i].start_us - ready);
         prev_end = spans[i].end_us;
       }

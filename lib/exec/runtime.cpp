@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/plan_io.hpp"
+#include "plan/semantics.hpp"
 #include "plan/validate.hpp"
 #include "spec/loader.hpp"
 
@@ -30,8 +31,10 @@ int parse_int(const std::string& text, const std::string& whole) {
     if (used == text.size() && v >= 0) return v;
   } catch (const std::exception&) {
   }
-  fail("OCTO_EXEC_FAULT={}: '{}' is not a non-negative integer (expected throw|kill:RANK:OP[:STEP])", whole,
-       text);
+  fail(
+      "OCTO_EXEC_FAULT={}: '{}' is not a non-negative integer (expected throw|kill:RANK:OP[:STEP] or "
+      "kill:RANK:save:STEP)",
+      whole, text);
 }
 
 }  // namespace
@@ -99,9 +102,17 @@ FaultInjection FaultInjection::parse(const std::string& text) {
     start = colon + 1;
   }
   if (parts.size() < 3 || parts.size() > 4 || (parts[0] != "throw" && parts[0] != "kill"))
-    fail("OCTO_EXEC_FAULT={}: expected throw|kill:RANK:OP[:STEP]", text);
+    fail("OCTO_EXEC_FAULT={}: expected throw|kill:RANK:OP[:STEP] or kill:RANK:save:STEP", text);
   f.kind = parts[0] == "throw" ? Kind::Throw : Kind::Kill;
   f.rank = parse_int(parts[1], text);
+  if (parts[2] == "save") {
+    if (f.kind != Kind::Kill || parts.size() != 4)
+      fail("OCTO_EXEC_FAULT={}: expected kill:RANK:save:STEP", text);
+    f.at_save = true;
+    f.op = -1;
+    f.step = parse_int(parts[3], text);
+    return f;
+  }
   f.op = parse_int(parts[2], text);
   f.step = parts.size() == 4 ? parse_int(parts[3], text) : 0;
   return f;
@@ -112,6 +123,8 @@ FaultInjection FaultInjection::parse(const std::string& text) {
 /// What one step keeps between ops. Tensors are keyed by (producer stage, micro-batch).
 struct Runtime::StepState {
   std::int64_t step = 0;
+  const std::vector<Op>* program = nullptr;
+  bool eval = false;  ///< forward only (evaluate()): contexts end after F
   int microbatches = 0;
   Clock::time_point t0;
   std::vector<nn::MicroBatch> batches;
@@ -144,7 +157,7 @@ struct Runtime::StepState {
   [[nodiscard]] double now_us() const { return us_between(t0, Clock::now()); }
 };
 
-Runtime::Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn::TextData& data,
+Runtime::Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn::TokenData& data,
                  const RuntimeOptions& options)
     : plan_(plan), world_(world), device_(device), data_(data), options_(options) {
   const Plan& p = plan_.plan;
@@ -172,6 +185,10 @@ Runtime::Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn
                                                    device_));
     for (auto& layer : nets_.back()->layers()) optimizer_->add(layer->params());
   }
+  for (const Op& op : p.programs[static_cast<std::size_t>(device_index_)])
+    if (op.kind == OpKind::F ||
+        ((op.kind == OpKind::Send || op.kind == OpKind::Recv) && op.tensor == TensorKind::Activation))
+      eval_program_.push_back(op);
   log::debug("exec", "rank {} = device {} of replica {}: {} stage(s), {} parameters, {} ops per step", rank_,
              device_index_, replica_, nets_.size(), param_count(),
              p.programs[static_cast<std::size_t>(device_index_)].size());
@@ -224,8 +241,7 @@ nn::Buffer Runtime::take_input(StepState& st, int producer, int mb, TensorKind k
     try {
       in.request.wait();
     } catch (const Error& e) {
-      const auto& op =
-          plan_.plan.programs[static_cast<std::size_t>(device_index_)][static_cast<std::size_t>(in.op)];
+      const auto& op = (*st.program)[static_cast<std::size_t>(in.op)];
       fail("waiting for {} (op {}): {}", describe(op), in.op, e.what());
     }
     const auto after = Clock::now();
@@ -271,12 +287,11 @@ void Runtime::progress(StepState& st) {
 }
 
 void Runtime::run_op(StepState& st, std::size_t index) {
-  const Op& op = plan_.plan.programs[static_cast<std::size_t>(device_index_)][index];
+  const Op& op = (*st.program)[index];
   const Plan& p = plan_.plan;
-  const int last = plan_.stages() - 1;
   OpSpan& span = st.stats.spans[index];
 
-  if (options_.fault.kind != FaultInjection::Kind::None && options_.fault.rank == rank_ &&
+  if (!st.eval && options_.fault.kind != FaultInjection::Kind::None && options_.fault.rank == rank_ &&
       options_.fault.step == st.step && options_.fault.op == static_cast<int>(index)) {
     if (options_.fault.kind == FaultInjection::Kind::Kill) {
       log::warn("exec", "fault injection: killing rank {} at op {}", rank_, index);
@@ -291,8 +306,8 @@ void Runtime::run_op(StepState& st, std::size_t index) {
       const int k = st.key(op.stage, op.mb);
       auto& in = st.incoming[t][static_cast<std::size_t>(k)];
       if (in.posted) fail("a second RECV of the same tensor");
-      const std::size_t n = net(op.tensor == TensorKind::Activation ? op.stage + 1 : op.stage - 1)
-                                .boundary_elements(p.micro_batch, static_cast<int>(p.seq));
+      const std::size_t n =
+          net(consumer_stage(op.tensor, op.stage)).boundary_elements(p.micro_batch, static_cast<int>(p.seq));
       span.start_us = st.now_us();
       in.buffer = device_.alloc<float>(n);
       in.request =
@@ -326,19 +341,23 @@ void Runtime::run_op(StepState& st, std::size_t index) {
   const auto tensor_done = [&](nn::Buffer out, TensorKind kind) {
     hand_off(st, op.stage, op.mb, kind, std::move(out));
   };
+  // The boundary tensors this op takes from and makes for a neighbour stage (plan/semantics.hpp).
+  const std::optional<Need> input_from = input_tensor(op.kind, op.stage, plan_.stages());
+  const std::optional<TensorKind> output = output_tensor(op.kind, op.stage, plan_.stages());
 
   switch (op.kind) {
     case OpKind::F: {
       nn::Buffer input;
-      if (!stage_net.has_embedding()) input = take_input(st, op.stage - 1, op.mb, TensorKind::Activation);
+      if (input_from) input = take_input(st, input_from->stage, op.mb, input_from->tensor);
       span.start_us = st.now_us();
       ctx.emplace(stage_net.make_context(st.batches[static_cast<std::size_t>(op.mb)], st.loss_scale));
-      nn::Buffer out = stage_net.forward(*ctx, std::move(input), !stage.recompute);
-      if (op.stage == last) {
+      nn::Buffer out = stage_net.forward(*ctx, std::move(input), !st.eval && !stage.recompute);
+      if (st.eval) ctx.reset();  // no backward follows
+      if (output) {
+        tensor_done(std::move(out), *output);
+      } else {  // the LM head's forward ends in the loss
         st.loss_sum += nn::read_scalar(device_, out.data());
         st.has_loss = true;
-      } else {
-        tensor_done(std::move(out), TensorKind::Activation);
       }
       break;
     }
@@ -351,12 +370,12 @@ void Runtime::run_op(StepState& st, std::size_t index) {
     case OpKind::BW: {
       if (!ctx) fail("backward before forward");
       nn::Buffer grad;
-      if (op.stage != last) grad = take_input(st, op.stage + 1, op.mb, TensorKind::Gradient);
+      if (input_from) grad = take_input(st, input_from->stage, op.mb, input_from->tensor);
       span.start_us = st.now_us();
       nn::Buffer dx = op.kind == OpKind::B ? stage_net.backward_input(*ctx, std::move(grad))
                                            : stage_net.backward(*ctx, std::move(grad));
       if (op.kind == OpKind::BW) ctx.reset();
-      if (op.stage > 0) tensor_done(std::move(dx), TensorKind::Gradient);
+      if (output) tensor_done(std::move(dx), *output);
       break;
     }
     case OpKind::W:
@@ -372,11 +391,29 @@ void Runtime::run_op(StepState& st, std::size_t index) {
   st.stats.busy_ms += (span.end_us - span.start_us) / 1000.0;
 }
 
-StepStats Runtime::step(std::int64_t index) {
+std::int64_t Runtime::samples_per_step() const {
   const Plan& p = plan_.plan;
-  const auto& program = p.programs[static_cast<std::size_t>(device_index_)];
+  return static_cast<std::int64_t>(p.dp) * p.microbatches * p.micro_batch;
+}
+
+StepStats Runtime::step(std::int64_t index) { return step(index, index * samples_per_step()); }
+
+StepStats Runtime::step(std::int64_t index, std::int64_t first_sample) {
+  for (auto& net : nets_) net->zero_grads();
+  return walk(index, first_sample, data_, false);
+}
+
+double Runtime::evaluate(const nn::TokenData& data, std::int64_t first_sample) {
+  return walk(-1, first_sample, data, true).loss;
+}
+
+StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn::TokenData& data, bool eval) {
+  const Plan& p = plan_.plan;
+  const auto& program = eval ? eval_program_ : p.programs[static_cast<std::size_t>(device_index_)];
   StepState st;
   st.step = index;
+  st.program = &program;
+  st.eval = eval;
   st.microbatches = p.microbatches;
   const auto keys = static_cast<std::size_t>(plan_.stages() * p.microbatches);
   st.contexts.resize(keys);
@@ -389,13 +426,13 @@ StepStats Runtime::step(std::int64_t index) {
   st.loss_scale = 1.0f / (static_cast<float>(p.microbatches) * static_cast<float>(p.dp) *
                           static_cast<float>(p.micro_batch) * static_cast<float>(p.seq));
   for (int m = 0; m < p.microbatches; ++m)
-    st.batches.push_back(data_.microbatch(nn::microbatch_index(index, m, p.microbatches, replica_, p.dp),
-                                          p.micro_batch, static_cast<int>(p.seq)));
-  for (auto& net : nets_) net->zero_grads();
+    st.batches.push_back(data.sequences(
+        first_sample + (static_cast<std::int64_t>(replica_) * p.microbatches + m) * p.micro_batch,
+        p.micro_batch, static_cast<int>(p.seq)));
 
   const auto fail_at = [&](const std::string& where, const std::exception& e) {
-    fail("[rank {}] error at {} (step {}, device {}, replica {}): {}", rank_, where, index, device_index_,
-         replica_, e.what());
+    fail("[rank {}] error at {} ({}, device {}, replica {}): {}", rank_, where,
+         eval ? std::string("validation") : fmt::format("step {}", index), device_index_, replica_, e.what());
   };
   try {
     world_.barrier();  // a common time origin for the measured timeline
@@ -453,7 +490,7 @@ StepStats Runtime::step(std::int64_t index) {
 
   try {
     const auto before = Clock::now();
-    if (p.dp > 1) {
+    if (p.dp > 1 && !eval) {
       for (auto& net : nets_)
         for (auto& layer : net->layers()) {
           nn::Buffer& g = layer->params().grads();

@@ -5,7 +5,7 @@
 /// replica form a pipeline (pipeline rank = plan device) and the ranks of one plan device across
 /// replicas form its data-parallel group.
 ///
-/// A step walks the device's op list in order (CONTRACTS.md, "Plan / schedule semantics"):
+/// A step walks the device's op list in order (lib/plan/CONTRACTS.md, "Plan / schedule semantics"):
 ///   RECV  allocates the tensor and posts the receive at once (as early as the order allows);
 ///   SEND  posts the send of the tensor its producer left behind; the buffer lives until the
 ///         send has completed;
@@ -17,6 +17,10 @@
 /// the ops listed after it, so every op here can start no later (in causal order) than under the
 /// plan's stricter rendezvous semantics: a plan that passes the deadlock check cannot hang here. Then the
 /// layer gradients are summed over the data-parallel group, and update() applies AdamW.
+///
+/// evaluate() walks the same op list reduced to its forward work (F and the activation
+/// transfers, in their order): a subsequence of a deadlock-free order, with the same pairing of
+/// sends and receives, so it completes whenever the training step does.
 
 #include <cstddef>
 #include <cstdint>
@@ -55,15 +59,18 @@ struct ExecPlan {
 [[nodiscard]] ExecPlan load_exec_plan(const std::string& path, int world_size);
 
 /// Fault injection for tests: at op `op` (position in the device's program) of step `step`,
-/// rank `rank` throws (Throw) or kills itself with SIGKILL (Kill) — a crashed peer.
+/// rank `rank` throws (Throw) or kills itself with SIGKILL (Kill) — a crashed peer; with
+/// `at_save`, rank `rank` kills itself in the middle of the checkpoint save after step `step`
+/// (exec/training_loop.hpp).
 struct FaultInjection {
   enum class Kind : std::uint8_t { None, Throw, Kill };
   Kind kind = Kind::None;
   int rank = -1;
-  int op = 0;
+  int op = 0;  ///< -1 with at_save
   std::int64_t step = 0;
-  /// "throw:RANK:OP[:STEP]" or "kill:RANK:OP[:STEP]" (the OCTO_EXEC_FAULT variable); throws
-  /// octo::Error for anything else.
+  bool at_save = false;
+  /// "throw:RANK:OP[:STEP]", "kill:RANK:OP[:STEP]" or "kill:RANK:save:STEP" (the OCTO_EXEC_FAULT
+  /// variable); throws octo::Error for anything else.
   [[nodiscard]] static FaultInjection parse(const std::string& text);
 };
 
@@ -104,16 +111,27 @@ class Runtime {
   /// Splits `world` into the pipeline and data-parallel groups (collective: every rank of the
   /// world constructs its runtime) and builds this rank's stages with parameters from
   /// options.seed. `world`, `device` and `data` must outlive the runtime; the plan is copied.
-  Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn::TextData& data,
+  Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn::TokenData& data,
           const RuntimeOptions& options = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Runs training step `index` (micro-batches nn::microbatch_index(index, m, M, replica, dp)):
-  /// zeroes the gradients, walks the op list, sums the gradients over the data-parallel group.
-  /// Errors are octo::Error "[rank r] error at <op> (step s, op i of device d): ...".
+  /// Runs training step `index` on the samples from `first_sample` on: micro-batch m of this
+  /// replica holds samples first_sample + (replica × M + m) × micro_batch, ... (the whole step
+  /// takes samples_per_step() samples, in the order the sequential reference takes them). Zeroes
+  /// the gradients, walks the op list, sums the gradients over the data-parallel group. Errors
+  /// are octo::Error "[rank r] error at <op> (step s, op i of device d): ...".
+  StepStats step(std::int64_t index, std::int64_t first_sample);
+  /// step(index, index × samples_per_step()): micro-batches nn::microbatch_index(index, m, M,
+  /// replica, dp).
   StepStats step(std::int64_t index);
+  /// The mean loss per token of one step's worth of `data` from `first_sample` on (laid out as in
+  /// step()), forward work only: no gradient changes. Collective like step(); the loss on the
+  /// ranks holding the LM head, NaN elsewhere.
+  [[nodiscard]] double evaluate(const nn::TokenData& data, std::int64_t first_sample);
+  /// Sequences one step takes over all replicas: dp × microbatches × micro_batch.
+  [[nodiscard]] std::int64_t samples_per_step() const;
   /// AdamW on every local parameter (after step()); `lr` < 0: the configured rate.
   void update(float lr = -1);
 
@@ -125,11 +143,15 @@ class Runtime {
   /// This rank's layers in model order (their params().grads() after a step).
   [[nodiscard]] std::vector<nn::Layer*> layers();
   [[nodiscard]] std::size_t param_count() const;
+  /// The optimizer over this rank's layers (its moments and step count, for checkpoints).
+  [[nodiscard]] nn::AdamW& optimizer() { return *optimizer_; }
   /// The tag of the tensor (producer stage, micro-batch, kind).
   [[nodiscard]] int tag(int stage, int mb, TensorKind kind) const;
 
  private:
   struct StepState;
+  /// One pass over `program` (the training op list, or eval_program_ with `eval`).
+  StepStats walk(std::int64_t index, std::int64_t first_sample, const nn::TokenData& data, bool eval);
   void run_op(StepState& st, std::size_t index);
   nn::Buffer take_input(StepState& st, int producer, int mb, TensorKind kind);
   void hand_off(StepState& st, int producer, int mb, TensorKind kind, nn::Buffer tensor);
@@ -139,13 +161,14 @@ class Runtime {
   ExecPlan plan_;
   Comm& world_;
   nn::Device& device_;
-  const nn::TextData& data_;
+  const nn::TokenData& data_;
   RuntimeOptions options_;
   int rank_ = 0, device_index_ = 0, replica_ = 0;
   std::unique_ptr<Comm> pipeline_, dp_group_;
   std::vector<int> local_of_stage_;  ///< global stage → index into nets_, or -1
   std::vector<std::unique_ptr<nn::StageNet>> nets_;
   std::unique_ptr<nn::AdamW> optimizer_;
+  std::vector<Op> eval_program_;  ///< this device's F ops and activation transfers, in plan order
 };
 
 }  // namespace octo::exec

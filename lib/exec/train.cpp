@@ -10,6 +10,8 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/log.hpp"
+#include "exec/agree.hpp"
+#include "exec/checkpoint.hpp"
 #include "exec/report.hpp"
 #include "nn/data.hpp"
 #include "sim/trace.hpp"
@@ -31,8 +33,34 @@ double ms_since(Clock::time_point t) {
 struct Setup {
   std::optional<BackendDevice> device;
   ExecPlan plan;
-  std::optional<nn::TextData> data;
+  std::optional<nn::TokenData> data, validation;
+  LoopOptions loop;
 };
+
+/// The training data and, with --val-data or --val-split, the validation data; both checked
+/// against the model's vocabulary and sequence length now, not mid-step.
+void load_data(Setup& s, const TrainOptions& o) {
+  nn::TokenData all = nn::TokenData::load(o.data_path.empty() ? default_data_path() : o.data_path);
+  if (!o.val_data_path.empty() && o.val_split > 0)
+    fail("--val-data {} and --val-split {}: give one of them", o.val_data_path, o.val_split);
+  if (!o.val_data_path.empty()) {
+    s.validation.emplace(nn::TokenData::load(o.val_data_path));
+  } else if (o.val_split != 0) {
+    auto [train, validation] = nn::split_validation(all, o.val_split);
+    all = std::move(train);
+    s.validation.emplace(std::move(validation));
+  }
+  s.data.emplace(std::move(all));
+  if (s.loop.val_every > 0 && !s.validation)
+    fail("--val-every {}: there is no validation data (give --val-data FILE or --val-split FRACTION)",
+         s.loop.val_every);
+  const Plan& p = s.plan.plan;
+  for (const nn::TokenData* d : {&*s.data, s.validation ? &*s.validation : nullptr}) {
+    if (!d) continue;
+    d->check_vocabulary(s.plan.model.vocab);
+    (void)d->sequences(0, p.micro_batch, static_cast<int>(p.seq));  // long enough for one window
+  }
+}
 
 Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& backends) {
   if (o.steps <= 0) fail("--steps {}: expected a positive number of steps", o.steps);
@@ -40,12 +68,16 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   if (!(o.timeout_s > 0)) fail("--timeout {}: expected a positive number of seconds", o.timeout_s);
   check_output_path(o.report_path, "--report");
   check_output_path(o.trace_path, "--trace");
+  check_output_path(o.loop.metrics_path, "--metrics");
+  if (!o.loop.save_dir.empty()) check_save_dir(o.loop.save_dir);
+  if (o.check && !o.loop.load_path.empty())
+    fail("--check compares a fresh model with the sequential reference: it cannot start from --load {}",
+         o.loop.load_path);
   Setup s;
+  s.loop = resolve_loop_options(o.loop, o.lr, o.steps);
   s.device.emplace(backends.get(o.backend).open({.exact_gemm = o.check}));
   s.plan = load_exec_plan(o.plan_path, world.size());
-  s.data.emplace(nn::TextData::load(o.data_path.empty() ? default_data_path() : o.data_path));
-  // Fails now, not mid-step, when the text is too short for the plan's sequences.
-  (void)s.data->microbatch(0, s.plan.plan.micro_batch, static_cast<int>(s.plan.plan.seq));
+  load_data(s, o);
   return s;
 }
 
@@ -99,27 +131,33 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
   } catch (const std::exception& e) {
     error = e.what();
   }
-  float flag = error.empty() ? 0.0f : static_cast<float>(world.size() - world.rank());
-  world.all_reduce(std::span<float>(&flag, 1), ReduceOp::Max);
-  if (flag > 0) {
+  if (const int failed = lowest_failing_rank(world, !error.empty()); failed >= 0) {
     result.exit_code = 2;
-    if (world.rank() == world.size() - static_cast<int>(flag)) result.error = error;
+    if (world.rank() == failed) result.error = error;
     return result;
   }
 
   const ExecPlan& plan = setup->plan;
   const Plan& p = plan.plan;
   nn::Device& device = setup->device->device();
-  const nn::TextData& data = *setup->data;
+  const nn::TokenData& data = *setup->data;
   RuntimeOptions ro;
   ro.seed = o.seed;
   ro.optimizer.lr = o.lr;
+  ro.optimizer.weight_decay = setup->loop.weight_decay;
   ro.fault = o.fault;
   // The transfers' communicator (NCCL for a CUDA device); host-memory collectives stay on `world`.
   std::unique_ptr<Comm> transport = setup->device->make_transport(world);
   Comm& comm = transport ? *transport : world;
   comm.set_timeout(world.timeout());
   Runtime runtime(plan, comm, device, data, ro);
+  TrainingLoop loop(runtime, world, device, setup->loop,
+                    {.plan_path = o.plan_path,
+                     .steps = o.steps,
+                     .seed = o.seed,
+                     .train = &data,
+                     .validation = setup->validation ? &*setup->validation : nullptr,
+                     .fault = o.fault});
   const bool printer = runtime.owns_lm_head() && runtime.replica() == 0;
   const double tokens =
       static_cast<double>(p.microbatches) * p.micro_batch * static_cast<double>(p.seq) * p.dp;
@@ -127,17 +165,31 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
   if (world.rank() == 0) {
     fmt::print(
         "octorun: {} ({}), model {}: {} pipeline device{} x dp {}, {} stages, {} micro-batches of {} x {} "
-        "tokens; backend {}, transport {}, {} ranks; data {}\n",
+        "tokens; backend {}, transport {}, {} ranks; data {} ({}, {} {} tokens){}\n",
         o.plan_path, p.method.empty() ? "unnamed method" : p.method, plan.model.name, p.devices,
         p.devices == 1 ? "" : "s", p.dp, p.stages.size(), p.microbatches, p.micro_batch, p.seq, o.backend,
-        world.backend(), world.size(), data.source());
+        world.backend(), world.size(), data.source(), data.format(), data.size(), nn::to_string(data.type()),
+        setup->validation ? fmt::format("; validation {} ({} tokens)", setup->validation->source(),
+                                        setup->validation->size())
+                          : std::string());
     std::fflush(stdout);
+  }
+  if (const TrainingLoop::Resumed resumed = loop.resume(); resumed.failed) {
+    result.exit_code = 2;
+    result.error = resumed.error;
+    return result;
+  }
+  if (loop.first_step() >= o.steps) {
+    if (world.rank() == 0)
+      fmt::print("octorun: the checkpoint is at step {}: nothing left to train for --steps {}\n",
+                 loop.first_step(), o.steps);
+    return result;
   }
 
   std::vector<StepStats> steps;
-  for (int s = 0; s < o.steps; ++s) {
+  for (std::int64_t s = loop.first_step(); s < o.steps; ++s) {
     const auto start = Clock::now();
-    StepStats st = runtime.step(s);
+    StepStats st = runtime.step(s, loop.next_sample());
     if (o.check && s == 0) {
       result.check = check_gradients(runtime, world, device, data, o.seed, s, st.loss);
       if (world.rank() == 0) {
@@ -146,12 +198,21 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
       }
     }
     const auto before_update = Clock::now();
-    runtime.update(o.lr);
+    const StepUpdate update = loop.update(s);
     st.update_ms = ms_since(before_update);
     const double wall_ms = ms_since(start);
-    if (printer && !o.quiet && (s % std::max(o.print_every, 1) == 0 || s + 1 == o.steps)) {
-      fmt::print("step {:>5}  loss {:.4f}  {:>9.0f} tokens/s  {:8.1f} ms\n", s, st.loss,
+    const StepOutcome outcome = loop.finish(s, st, update, wall_ms);
+    if (printer && !o.quiet &&
+        (s % std::max(o.print_every, 1) == 0 || s + 1 == o.steps || outcome.val_loss)) {
+      fmt::print("step {:>5}  loss {:.4f}{}  lr {:.3e}  grad norm {:.3f}{}  {:>9.0f} tokens/s  {:8.1f} ms\n",
+                 s, st.loss,
+                 outcome.val_loss ? fmt::format("  val loss {:.4f}", *outcome.val_loss) : std::string(),
+                 update.lr, update.grad_norm, update.clip_factor < 1 ? " (clipped)" : "",
                  tokens / (wall_ms / 1000.0), wall_ms);
+      std::fflush(stdout);
+    }
+    if (!outcome.saved.empty() && world.rank() == 0 && !o.quiet) {
+      fmt::print("saved checkpoint {}\n", outcome.saved);
       std::fflush(stdout);
     }
     st.spans.shrink_to_fit();
@@ -197,7 +258,8 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     fmt::print(
         "measured over {} step(s) after {} warm-up: iteration {:.2f} ms (pipeline {:.2f} ms, plan predicts "
         "{} ms), bubble {:.1f} % (plan predicts {} %), {:.0f} tokens/s, runtime overhead {:.1f} us/op\n",
-        measured.at("measured_steps").get<int>(), std::min(o.warmup_steps, o.steps - 1),
+        measured.at("measured_steps").get<int>(),
+        std::min(o.warmup_steps, static_cast<int>(steps.size()) - 1),
         measured.at("iteration_time_ms").get<double>(), measured.at("pipeline_time_ms").get<double>(),
         pred("iteration_time_ms"), 100.0 * measured.at("bubble_ratio").get<double>(), pred("bubble_ratio"),
         measured.at("tokens_per_s").get<double>(), measured.at("overhead_us_per_op").get<double>());

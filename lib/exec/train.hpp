@@ -13,6 +13,7 @@
 #include "exec/comm.hpp"
 #include "exec/grad_check.hpp"
 #include "exec/runtime.hpp"
+#include "exec/training_loop.hpp"
 #include "nn/device.hpp"
 
 namespace octo::exec {
@@ -21,9 +22,11 @@ struct TrainOptions {
   std::string plan_path;
   std::string backend = "cpu";  ///< a name of the registry train() is given
   int steps = 1;
-  std::string data_path;  ///< empty: default_data_path()
+  std::string data_path;      ///< empty: default_data_path(); any format of nn/token_formats.hpp
+  std::string val_data_path;  ///< --val-data: validation tokens
+  double val_split = 0;       ///< --val-split: the last fraction of the data held out for validation
   std::uint64_t seed = 1;
-  float lr = 1e-3f;
+  float lr = 1e-3f;         ///< the peak rate of loop.schedule
   std::string report_path;  ///< --report: JSON, written by world rank 0
   std::string trace_path;   ///< --trace: Chrome trace of the last step, written by world rank 0
   bool check = false;       ///< compare the first step's gradients with the sequential reference
@@ -33,6 +36,7 @@ struct TrainOptions {
   int print_every = 1;    ///< loss line every k steps (and the last one)
   bool quiet = false;     ///< no loss lines (the summary is still printed)
   FaultInjection fault;
+  LoopOptions loop;  ///< schedule, clipping, validation, metrics, checkpoints (training_loop.hpp)
 };
 
 struct TrainResult {
@@ -52,7 +56,9 @@ struct TrainResult {
 /// Runs the job on this rank; collective over `world`. The device is `options.backend` of
 /// `backends` (opened with exact GEMMs for --check), the transfers go over the transport it
 /// prefers. Set-up problems (bad plan, world size, unreadable data, an unknown or unusable
-/// backend) are agreed on by all ranks before any work and returned (exit code 2). Errors while
+/// backend, a checkpoint that does not load) are agreed on by all ranks before any work and
+/// returned (exit code 2). With --load, training continues from the checkpoint's step to
+/// options.steps. Errors while
 /// training are thrown as octo::Error "[rank r] error at <op>: ...": the caller prints them and
 /// aborts the job (Comm::abort).
 [[nodiscard]] TrainResult train(Comm& world, const TrainOptions& options, const BackendRegistry& backends);

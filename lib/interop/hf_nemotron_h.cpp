@@ -2,9 +2,13 @@
 // Nemotron-3 MoE hybrids. The layer sequence is `hybrid_override_pattern` in Megatron's symbols
 // (M Mamba2, * attention, - MLP, E MoE), which is our pattern syntax; newer configs give
 // `layers_block_type` (mamba, attention, mlp, moe) instead. Each symbol is one layer with one mixer
-// or one MLP/MoE. The MLP and the experts are not gated (up, activation, down).
+// or one MLP/MoE. The MLP and the experts are not gated (up, activation, down). With
+// `moe_latent_size` (Nemotron 3 Super's LatentMoE) the MoE layers are our latent MoE kind 'L':
+// the routed experts work in that width, the router and the shared experts in the hidden width.
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "interop/hf_family.hpp"
 
@@ -121,6 +125,9 @@ void map_nemotron_h(Config& c, Draft& d) {
   c.expect_false("mlp_bias", "our MLPs have no biases");
   c.expect_false("use_bias", "our layers have no biases");
 
+  // LatentMoE: the same keys plus the latent width; a null or zero moe_latent_size means plain MoE.
+  const std::int64_t latent = uses('E') ? c.integer_or("moe_latent_size", 0, 0) : 0;
+  if (!uses('E')) c.ignore({"moe_latent_size"});
   if (uses('E')) {
     const std::int64_t shared_ffn = c.integer_or("moe_shared_expert_intermediate_size", 0, 0);
     const std::int64_t shared = c.integer_or("n_shared_experts", shared_ffn > 0 ? 1 : 0, 0);
@@ -134,7 +141,14 @@ void map_nemotron_h(Config& c, Draft& d) {
       e.add("shared_experts", shared).add("shared_ffn", shared_ffn);
     }
     e.add("activation", our_act);
-    d.sections.emplace_back("moe", e.str());
+    if (latent > 0) {
+      if (latent > d.hidden)
+        c.fail("moe_latent_size", fmt::format("{} is wider than hidden_size {}", latent, d.hidden),
+               "a latent width of at most hidden_size");
+      e.add("latent_size", latent);
+      std::replace(d.pattern.begin(), d.pattern.end(), 'E', 'L');
+    }
+    d.sections.emplace_back(latent > 0 ? "latent_moe" : "moe", e.str());
   } else {
     c.ignore({"n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
               "moe_shared_expert_intermediate_size", "n_shared_experts"});

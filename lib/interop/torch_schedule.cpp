@@ -12,6 +12,7 @@
 #include "interop/torch_stages.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/lower.hpp"
+#include "plan/semantics.hpp"
 #include "plan/validate.hpp"
 
 namespace octo {
@@ -38,8 +39,9 @@ std::optional<TorchAction> to_torch(const Op& op, bool comms) {
     case OpKind::Recv:
       if (!comms) return std::nullopt;
       // torch names a receive by the stage that consumes it, we by the stage that produced it.
-      return op.tensor == TensorKind::Activation ? TorchAction{op.stage + 1, TorchActionType::RecvF, op.mb}
-                                                 : TorchAction{op.stage - 1, TorchActionType::RecvB, op.mb};
+      return TorchAction{
+          consumer_stage(op.tensor, op.stage),
+          op.tensor == TensorKind::Activation ? TorchActionType::RecvF : TorchActionType::RecvB, op.mb};
   }
   return std::nullopt;
 }
@@ -186,30 +188,31 @@ Plan import_torch_schedule(std::string_view csv, const std::string& source, Plan
           op = Op::compute(OpKind::BW, s, a.mb);
           break;
         case TorchActionType::SendF: {
-          const int peer = peer_of(s + 1, "next");
-          op = Op{OpKind::Send, s, a.mb, peer, TensorKind::Activation, boundary[static_cast<std::size_t>(s)]};
+          constexpr TensorKind t = TensorKind::Activation;
+          const int peer = peer_of(consumer_stage(t, s), "next");
+          op = Op{OpKind::Send, s, a.mb, peer, t, boundary[static_cast<std::size_t>(octo::boundary(t, s))]};
           break;
         }
         case TorchActionType::RecvF: {
-          const int peer = peer_of(s - 1, "previous");
-          op = Op{OpKind::Recv,
-                  s - 1,
-                  a.mb,
-                  peer,
-                  TensorKind::Activation,
-                  boundary[static_cast<std::size_t>(s - 1)]};
+          constexpr TensorKind t = TensorKind::Activation;
+          const int from = producer_stage(t, s);
+          const int peer = peer_of(from, "previous");
+          op = Op{OpKind::Recv, from, a.mb,
+                  peer,         t,    boundary[static_cast<std::size_t>(octo::boundary(t, from))]};
           break;
         }
         case TorchActionType::SendB: {
-          const int peer = peer_of(s - 1, "previous");
-          op = Op{
-              OpKind::Send, s, a.mb, peer, TensorKind::Gradient, boundary[static_cast<std::size_t>(s - 1)]};
+          constexpr TensorKind t = TensorKind::Gradient;
+          const int peer = peer_of(consumer_stage(t, s), "previous");
+          op = Op{OpKind::Send, s, a.mb, peer, t, boundary[static_cast<std::size_t>(octo::boundary(t, s))]};
           break;
         }
         case TorchActionType::RecvB: {
-          const int peer = peer_of(s + 1, "next");
-          op = Op{
-              OpKind::Recv, s + 1, a.mb, peer, TensorKind::Gradient, boundary[static_cast<std::size_t>(s)]};
+          constexpr TensorKind t = TensorKind::Gradient;
+          const int from = producer_stage(t, s);
+          const int peer = peer_of(from, "next");
+          op = Op{OpKind::Recv, from, a.mb,
+                  peer,         t,    boundary[static_cast<std::size_t>(octo::boundary(t, from))]};
           break;
         }
         default:

@@ -9,6 +9,9 @@ namespace octo::nn {
 
 std::size_t ParamSet::add(std::string name, std::vector<std::int64_t> shape, Init init, bool decay) {
   if (!values_.empty()) fail("parameter {} declared after the parameters were materialized", name);
+  // Names key a layer's tensors in checkpoints (exec/layer_state.hpp): they must be unique.
+  for (const ParamInfo& p : infos_)
+    if (p.name == name) fail("parameter {} declared twice in one layer", name);
   std::size_t size = 1;
   for (std::int64_t d : shape) {
     if (d <= 0) fail("parameter {}: every dimension must be positive (got {})", name, d);

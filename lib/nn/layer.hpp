@@ -50,6 +50,7 @@ struct ParamInfo {
 class ParamSet {
  public:
   /// Declares a parameter and returns its index (its order of declaration, part of its RNG key).
+  /// Names are unique within a layer (they key its tensors in checkpoints); throws otherwise.
   std::size_t add(std::string name, std::vector<std::int64_t> shape, Init init, bool decay);
   /// Allocates the buffers, initializes every value from (seed, layer, parameter index) and zeros
   /// the gradients.

@@ -2,10 +2,18 @@
 
 #include <cmath>
 
+#include "core/error.hpp"
+
 namespace octo::nn {
 
 void AdamW::add(ParamSet& params) {
   slots_.push_back(Slot{&params, device_.zeros(params.count()), device_.zeros(params.count())});
+}
+
+std::pair<Buffer*, Buffer*> AdamW::moments(const ParamSet& params) {
+  for (Slot& slot : slots_)
+    if (slot.params == &params) return {&slot.m, &slot.v};
+  fail("AdamW: the parameter set of {} elements was never added to this optimizer", params.count());
 }
 
 void AdamW::step() { step(config_.lr); }

@@ -4,6 +4,7 @@
 /// p -= lr (m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + wd p). Parameters declared without decay
 /// (norm scales, biases, SSM scalars) get wd = 0.
 
+#include <utility>
 #include <vector>
 
 #include "nn/layer.hpp"
@@ -29,6 +30,11 @@ class AdamW {
   void step(float lr);
 
   [[nodiscard]] int steps() const { return steps_; }
+  /// Sets the step count (the t of the bias correction) of a run resumed from a checkpoint.
+  void set_steps(int steps) { steps_ = steps; }
+  /// The first and second moments {m, v} of `params` (added before; params.count() elements
+  /// each), for checkpoints. Throws octo::Error for a parameter set this optimizer does not hold.
+  [[nodiscard]] std::pair<Buffer*, Buffer*> moments(const ParamSet& params);
   [[nodiscard]] const AdamWConfig& config() const { return config_; }
 
  private:

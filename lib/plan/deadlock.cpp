@@ -56,7 +56,7 @@ class Progress {
   std::int32_t compute_blocker(std::int32_t id, Dependency* missing = nullptr) const {
     if (!ix_.in_range[id]) return kMissing;
     const Op& op = ix_.ops[id];
-    std::array<Dependency, 3> deps;
+    std::array<Dependency, kMaxDependencies> deps;
     const int n = dependencies(plan_, ix_, op, deps);
     const int d = ix_.device_of[id];
     for (int i = 0; i < n; ++i) {
@@ -68,7 +68,7 @@ class Progress {
       if (ix_.device_of[p] != d) {
         // A received tensor: wait for the RECV of this device when there is one (lowered plans),
         // else directly for the producer (compute-only programs, free transfers).
-        const std::int32_t recv = ix_.recv[static_cast<int>(deps[i].tensor())][ix_.key(deps[i].stage, op.mb)];
+        const std::int32_t recv = ix_.recv[static_cast<int>(deps[i].tensor)][ix_.key(deps[i].stage, op.mb)];
         if (recv >= 0 && ix_.device_of[recv] == d) {
           if (!done_[recv]) return recv;
           continue;

@@ -1,5 +1,5 @@
 #pragma once
-/// Deadlock check: an untimed progress simulation of the plan semantics (CONTRACTS.md): one
+/// Deadlock check: an untimed progress simulation of the plan semantics (lib/plan/CONTRACTS.md): one
 /// compute stream per device in list order, one comm stream per device in list order, SEND/RECV
 /// rendezvous (k-th SEND a→b with the k-th RECV on b from a), data dependencies. O(N) in ops.
 

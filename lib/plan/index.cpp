@@ -7,9 +7,7 @@ static bool op_in_range(const Plan& plan, const Op& op) {
   if (op.stage < 0 || op.stage >= S || op.mb < 0 || op.mb >= plan.microbatches) return false;
   if (!is_comm(op.kind)) return op.kind <= OpKind::R;
   if (op.peer < 0 || op.peer >= plan.devices) return false;
-  if (op.tensor == TensorKind::Activation) return op.stage + 1 < S;
-  if (op.tensor == TensorKind::Gradient) return op.stage > 0;
-  return false;
+  return is_tensor(op.tensor) && has_consumer(op.tensor, op.stage, S);
 }
 
 PlanIndex build_index(const Plan& plan) {
@@ -119,42 +117,28 @@ PlanIndex build_index(const Plan& plan) {
   return ix;
 }
 
-int dependencies(const Plan& plan, const PlanIndex& ix, const Op& op, std::array<Dependency, 3>& out) {
-  const int s = op.stage, m = op.mb;
+int dependencies(const Plan& plan, const PlanIndex& ix, const Op& op,
+                 std::array<Dependency, kMaxDependencies>& out) {
   int n = 0;
-  switch (op.kind) {
-    case OpKind::F:
-      if (s > 0) out[n++] = {OpKind::F, s - 1, ix.f[ix.key(s - 1, m)]};
-      break;
-    case OpKind::R:
-      out[n++] = {OpKind::F, s, ix.f[ix.key(s, m)]};
-      break;
-    case OpKind::B:
-    case OpKind::BW:
-      out[n++] = {OpKind::F, s, ix.f[ix.key(s, m)]};
-      if (plan.stages[s].recompute) out[n++] = {OpKind::R, s, ix.r[ix.key(s, m)]};
-      if (s + 1 < ix.stages) {
-        const std::int32_t id = ix.backward(s + 1, m);
-        out[n++] = {id >= 0 ? ix.ops[id].kind : OpKind::B, s + 1, id};
-      }
-      break;
-    case OpKind::W:
-      out[n++] = {OpKind::B, s, ix.b[ix.key(s, m)]};
-      break;
-    case OpKind::Send:
-    case OpKind::Recv:
-      break;
-  }
+  const auto recompute = [&] { return plan.stages[op.stage].recompute; };
+  for_each_need(
+      op.kind, op.stage, ix.stages, recompute, [&](const Need& need) __attribute__((always_inline)) {
+        const std::int32_t id = ix.find(need.pick, need.stage, op.mb);
+        // Only Backward names one of two kinds; the plan's op says which.
+        const OpKind kind = need.pick == Pick::Backward && id >= 0 ? ix.ops[id].kind : pick_kind(need.pick);
+        out[n++] = {kind, need.stage, id, need.crosses, need.tensor};
+      });
   return n;
 }
 
 std::int32_t comm_producer(const PlanIndex& ix, const Op& op) {
-  return op.tensor == TensorKind::Activation ? ix.f[ix.key(op.stage, op.mb)] : ix.backward(op.stage, op.mb);
+  const StageOp p = tensor_producer(op);
+  return ix.find(p.pick, p.stage, op.mb);
 }
 
 std::int32_t comm_consumer(const PlanIndex& ix, const Op& op) {
-  return op.tensor == TensorKind::Activation ? ix.f[ix.key(op.stage + 1, op.mb)]
-                                             : ix.backward(op.stage - 1, op.mb);
+  const StageOp c = tensor_consumer(op);
+  return ix.find(c.pick, c.stage, op.mb);
 }
 
 }  // namespace octo

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan/plan.hpp"
+#include "plan/semantics.hpp"
 
 namespace octo {
 
@@ -41,31 +42,46 @@ struct PlanIndex {
     const auto k = key(stage, mb);
     return b[k] >= 0 ? b[k] : bw[k];
   }
+  /// The op a rule names (plan/semantics.hpp) for (stage, mb); -1 when absent.
+  [[nodiscard]] std::int32_t find(Pick pick, int stage, int mb) const {
+    const auto k = key(stage, mb);
+    switch (pick) {
+      case Pick::F:
+        return f[k];
+      case Pick::R:
+        return r[k];
+      case Pick::B:
+        return b[k];
+      case Pick::W:
+        return w[k];
+      case Pick::Backward:
+        return backward(stage, mb);
+    }
+    return -1;
+  }
 };
 
 [[nodiscard]] PlanIndex build_index(const Plan& plan);
 
 /// A data dependency of a compute op: the producing op (kind, stage) and its id (-1 if absent).
 struct Dependency {
-  OpKind kind = OpKind::F;
+  OpKind kind = OpKind::F;  ///< the producer's kind (B when a B/BW producer is absent)
   std::int32_t stage = 0;
   std::int32_t id = -1;
-  /// The producer is another stage: the tensor crosses a stage boundary (maybe a device one).
-  [[nodiscard]] bool crosses_stage(int consumer_stage) const { return stage != consumer_stage; }
-  /// The tensor carried across the boundary (valid when crosses_stage).
-  [[nodiscard]] TensorKind tensor() const {
-    return kind == OpKind::F ? TensorKind::Activation : TensorKind::Gradient;
-  }
+  bool crosses = false;  ///< another stage: the tensor crosses a stage boundary (maybe a device one)
+  TensorKind tensor = TensorKind::Activation;  ///< the tensor carried across (when `crosses`)
 };
 
-/// The dependencies of compute op `op` (CONTRACTS.md): F(s,m) ← F(s-1,m); R(s,m) ← F(s,m);
-/// B/BW(s,m) ← F(s,m), R(s,m) if the stage recomputes, B/BW(s+1,m) unless last; W(s,m) ← B(s,m).
-/// Writes up to 3 entries to `out`, returns the count. `op` must be in range.
-int dependencies(const Plan& plan, const PlanIndex& index, const Op& op, std::array<Dependency, 3>& out);
+/// The dependencies of compute op `op`, in the order of the rule table (plan/semantics.hpp,
+/// lib/plan/CONTRACTS.md "Dependencies"), resolved to op ids. Writes up to kMaxDependencies
+/// entries to `out`, returns the count. `op` must be in range.
+int dependencies(const Plan& plan, const PlanIndex& index, const Op& op,
+                 std::array<Dependency, kMaxDependencies>& out);
 
 /// For a comm op: the compute op producing its tensor (F for act, B/BW for grad), -1 if absent.
 [[nodiscard]] std::int32_t comm_producer(const PlanIndex& index, const Op& op);
-/// For a comm op: the compute op consuming its tensor (F(s+1) for act, B/BW(s-1) for grad).
+/// For a comm op: the compute op consuming its tensor (F(s+1) for act, B/BW(s-1) for grad). The
+/// op must be in range (the consumer stage exists).
 [[nodiscard]] std::int32_t comm_consumer(const PlanIndex& index, const Op& op);
 
 }  // namespace octo

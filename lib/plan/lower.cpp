@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/index.hpp"
+#include "plan/semantics.hpp"
 #include "plan/validate.hpp"
 
 namespace octo {
@@ -76,7 +77,7 @@ void lower(Plan& plan, const LowerOptions& options) {
   stack.reserve(D);
   for (int d = D - 1; d >= 0; --d) stack.push_back(d);
   std::int32_t finished = 0;
-  std::array<Dependency, 3> deps;
+  std::array<Dependency, kMaxDependencies> deps;
   while (!stack.empty()) {
     const int d = stack.back();
     stack.pop_back();
@@ -98,6 +99,8 @@ void lower(Plan& plan, const LowerOptions& options) {
       end[id] = start + duration(options.durations.empty() ? unit : options.durations[op.stage], op.kind);
       free_at[d] = end[id];
       rank[id] = finished++;
+      // Wake both neighbour stages' devices: a superset of this op's consumers elsewhere. The
+      // wake-up order fixes the completion ranks that break ties in step 2, so it stays as it is.
       for (const int neighbour : {op.stage - 1, op.stage + 1}) {
         if (neighbour < 0 || neighbour >= S) continue;
         const int nd = plan.stages[neighbour].device;
@@ -119,13 +122,12 @@ void lower(Plan& plan, const LowerOptions& options) {
   transfers.reserve(2 * static_cast<std::size_t>(S) * static_cast<std::size_t>(ix.microbatches));
   for (int s = 0; s < S; ++s) {
     for (int m = 0; m < ix.microbatches; ++m) {
-      if (s + 1 < S && plan.stages[s + 1].device != plan.stages[s].device) {
-        const std::int32_t p = ix.f[ix.key(s, m)];
-        transfers.push_back({end[p], rank[p], p, ix.f[ix.key(s + 1, m)], TensorKind::Activation});
-      }
-      if (s > 0 && plan.stages[s - 1].device != plan.stages[s].device) {
-        const std::int32_t p = ix.backward(s, m);
-        transfers.push_back({end[p], rank[p], p, ix.backward(s - 1, m), TensorKind::Gradient});
+      for (const TensorKind t : kTensorKinds) {
+        if (!has_consumer(t, s, S) || plan.stages[consumer_stage(t, s)].device == plan.stages[s].device)
+          continue;
+        const Op comm{OpKind::Send, s, m, -1, t};
+        const std::int32_t p = comm_producer(ix, comm);
+        transfers.push_back({end[p], rank[p], p, comm_consumer(ix, comm), t});
       }
     }
   }
@@ -155,8 +157,8 @@ void lower(Plan& plan, const LowerOptions& options) {
   for (const Transfer& t : transfers) {
     const Op& producer = ix.ops[t.producer];
     const int from = ix.device_of[t.producer], to = ix.device_of[t.consumer];
-    const int boundary = t.tensor == TensorKind::Activation ? producer.stage : producer.stage - 1;
-    const std::int64_t bytes = options.boundary_bytes.empty() ? 0 : options.boundary_bytes[boundary];
+    const std::int64_t bytes =
+        options.boundary_bytes.empty() ? 0 : options.boundary_bytes[boundary(t.tensor, producer.stage)];
     const std::int32_t send_slot = std::max(last_slot[from], ix.position(t.producer) + 1);
     last_slot[from] = send_slot;
     placed[fill[from]++] = {send_slot, Op{OpKind::Send, producer.stage, producer.mb, to, t.tensor, bytes}};

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "plan/index.hpp"
+#include "plan/semantics.hpp"
 
 namespace octo {
 namespace {
@@ -134,11 +135,11 @@ class Validator {
         if (op.tensor != TensorKind::Activation && op.tensor != TensorKind::Gradient)
           add("{}.tensor: unknown tensor kind (expected act or grad)", p());
         if (op.bytes < 0) add("{}.bytes: {} (expected at least 0)", p(), op.bytes);
-        if (op.stage >= 0 && op.stage < S) {
-          if (op.tensor == TensorKind::Activation && op.stage == S - 1)
+        if (op.stage >= 0 && op.stage < S && is_tensor(op.tensor) && !has_consumer(op.tensor, op.stage, S)) {
+          if (op.tensor == TensorKind::Activation)
             add("{}.stage: the activation of the last stage {} goes nowhere (expected {})", p(), op.stage,
                 range(S - 1));
-          if (op.tensor == TensorKind::Gradient && op.stage == 0)
+          else
             add("{}.stage: the input gradient of stage 0 goes nowhere (expected 1..{})", p(), S - 1);
         }
         continue;
@@ -204,7 +205,7 @@ class Validator {
 
   /// Same-device dependencies must be listed producer first.
   void check_order() {
-    std::array<Dependency, 3> deps;
+    std::array<Dependency, kMaxDependencies> deps;
     for (std::int32_t id = 0; id < ix_.size(); ++id) {
       const Op& op = ix_.ops[id];
       if (is_comm(op.kind) || !ix_.in_range[id] || lookup(op.kind)[ix_.key(op.stage, op.mb)] != id) continue;
@@ -229,8 +230,7 @@ class Validator {
       const Op& op = ix_.ops[id];
       if (!is_comm(op.kind) || !ix_.in_range[id]) continue;
       const int d = ix_.device_of[id];
-      const bool act = op.tensor == TensorKind::Activation;
-      const int from = op.stage, to = act ? op.stage + 1 : op.stage - 1;
+      const int from = op.stage, to = consumer_stage(op.tensor, op.stage);
       if (!placed(from) || !placed(to)) continue;
       const int from_dev = stage_device(from), to_dev = stage_device(to);
       const auto k = ix_.key(op.stage, op.mb);
@@ -264,7 +264,7 @@ class Validator {
           add("{}: listed after its consumer {} ({}) (expected before it)", at(id),
               describe(ix_.ops[partner]), path(partner));
       }
-      const int bnd = std::min(from, to);
+      const int bnd = octo::boundary(op.tensor, from);
       if (boundary[bnd] < 0) {
         boundary[bnd] = op.bytes;
         boundary_op[bnd] = id;
@@ -278,11 +278,12 @@ class Validator {
     // Missing comm ops, from the producers' side.
     for (int s = 0; s < S; ++s) {
       for (int m = 0; m < ix_.microbatches; ++m) {
-        for (int t = 0; t < 2; ++t) {
-          const bool act = t == static_cast<int>(TensorKind::Activation);
-          const int to = act ? s + 1 : s - 1;
-          if (to < 0 || to >= S || !placed(s) || !placed(to) || stage_device(s) == stage_device(to)) continue;
-          const Op probe{OpKind::Send, s, m, -1, static_cast<TensorKind>(t)};
+        for (const TensorKind tensor : kTensorKinds) {
+          const int t = static_cast<int>(tensor);
+          const int to = consumer_stage(tensor, s);
+          if (!has_consumer(tensor, s, S) || !placed(s) || !placed(to) || stage_device(s) == stage_device(to))
+            continue;
+          const Op probe{OpKind::Send, s, m, -1, tensor};
           const std::int32_t producer = comm_producer(ix_, probe);
           if (producer < 0) continue;  // reported as a missing compute op
           const auto k = ix_.key(s, m);
@@ -294,7 +295,7 @@ class Validator {
           };
           Op send = probe;
           send.peer = stage_device(to);
-          Op recv{OpKind::Recv, s, m, stage_device(s), static_cast<TensorKind>(t)};
+          Op recv{OpKind::Recv, s, m, stage_device(s), tensor};
           if (ix_.send[t][k] < 0)
             add("devices[{}]: {} is missing ({} on device {})", stage_device(s), describe(send), feeds(),
                 stage_device(to));

@@ -1,5 +1,5 @@
 #pragma once
-/// Structural validation of a plan against the semantics in CONTRACTS.md: partition, placement,
+/// Structural validation of a plan against the semantics in lib/plan/CONTRACTS.md: partition, placement,
 /// op counts per (stage, micro-batch), same-device order of dependent ops, and comm ops (every
 /// cross-device hand-off has one SEND after its producer and one RECV before its consumer, k-th
 /// SEND a→b matches k-th RECV on b from a). Deadlock freedom is checked separately (deadlock.hpp).

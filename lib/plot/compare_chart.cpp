@@ -14,9 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kWidth = 1240;
-constexpr double kLeft = 210;
-constexpr double kRight = 440;  // labels right of the bars
+constexpr double kChartWidth = 1240;
+constexpr double kChartLeft = 210;
+constexpr double kChartRight = 440;  // labels right of the bars
 constexpr double kBar = 20;
 constexpr double kGap = 8;
 
@@ -85,33 +85,33 @@ std::string compare_svg(const CompareChart& c) {
   for (const CompareBar& b : c.bars) top = std::max(top, b.iteration_ms);
   if (c.lower_bound_ms) top = std::max(top, *c.lower_bound_ms);
   top = top > 0 ? top * 1.04 : 1;
-  const double plot_width = kWidth - kLeft - kRight;
-  const auto x_of = [&](double ms) { return kLeft + std::clamp(ms / top, 0.0, 1.0) * plot_width; };
+  const double plot_width = kChartWidth - kChartLeft - kChartRight;
+  const auto x_of = [&](double ms) { return kChartLeft + std::clamp(ms / top, 0.0, 1.0) * plot_width; };
 
   const double title_h = 22.0 + 18.0 * static_cast<double>(c.title.size());
   const double height = title_h + 28 + static_cast<double>(c.bars.size()) * (kBar + kGap) + 60;
-  svg::Document doc(kWidth, std::ceil(height));
+  svg::Document doc(kChartWidth, std::ceil(height));
   double y = 10;
   for (std::size_t i = 0; i < c.title.size(); ++i) {
     y += i == 0 ? 22 : 18;
     doc.text(16, y, c.title[i], svg::TextStyle(i == 0 ? 16.0 : 12.0, "start", "#111111", i == 0, "title"));
   }
   y += 14;
-  doc.rect(kLeft, y, 14, 11, svg::Style(kind_color("F")));
-  doc.text(kLeft + 18, y + 10, "busy time", svg::TextStyle(11));
-  doc.rect(kLeft + 100, y, 14, 11, svg::Style(kind_color("F", 2), kind_color("F"), 0.6));
-  doc.text(kLeft + 118, y + 10, "bubble (iteration x bubble ratio)", svg::TextStyle(11));
-  doc.text(kLeft + 340, y + 10, "red label: does not fit the memory limit",
+  doc.rect(kChartLeft, y, 14, 11, svg::Style(kind_color("F")));
+  doc.text(kChartLeft + 18, y + 10, "busy time", svg::TextStyle(11));
+  doc.rect(kChartLeft + 100, y, 14, 11, svg::Style(kind_color("F", 2), kind_color("F"), 0.6));
+  doc.text(kChartLeft + 118, y + 10, "bubble (iteration x bubble ratio)", svg::TextStyle(11));
+  doc.text(kChartLeft + 340, y + 10, "red label: does not fit the memory limit",
            svg::TextStyle(11, "start", "#d62728"));
   y += 22;
   const double bars_top = y;
   doc.begin_group("bars");
   for (const CompareBar& b : c.bars) {
     const bool tuned = b.name == "octopipe";
-    doc.text(kLeft - 10, y + kBar - 6, b.name,
+    doc.text(kChartLeft - 10, y + kBar - 6, b.name,
              svg::TextStyle(12, "end", "#222222", tuned || b.name == c.best_baseline, "method"));
     if (!b.skipped.empty()) {
-      doc.text(kLeft, y + kBar - 6, fmt::format("skipped: {}", b.skipped),
+      doc.text(kChartLeft, y + kBar - 6, fmt::format("skipped: {}", b.skipped),
                svg::TextStyle(11, "start", "#888888", false, "skipped"));
       y += kBar + kGap;
       continue;
@@ -119,7 +119,7 @@ std::string compare_svg(const CompareChart& c) {
     const double busy = b.iteration_ms * (1 - b.bubble_ratio);
     const std::string base = tuned ? kind_color("B") : kind_color("F");
     const std::string light = tuned ? kind_color("B", 2) : kind_color("F", 2);
-    doc.rect(kLeft, y, x_of(busy) - kLeft, kBar, svg::Style(base, "none", 1, 1, "", "bar busy"),
+    doc.rect(kChartLeft, y, x_of(busy) - kChartLeft, kBar, svg::Style(base, "none", 1, 1, "", "bar busy"),
              fmt::format("{}: busy {:.2f} ms", b.name, busy));
     doc.rect(
         x_of(busy), y, x_of(b.iteration_ms) - x_of(busy), kBar,
@@ -142,13 +142,13 @@ std::string compare_svg(const CompareChart& c) {
   }
   // Axis.
   y += 18;
-  doc.line(kLeft, y, kLeft + plot_width, y, svg::Style("none", "#444444", 1));
+  doc.line(kChartLeft, y, kChartLeft + plot_width, y, svg::Style("none", "#444444", 1));
   const double step = svg::tick_step(top, 6);
   for (double t = 0; t <= top; t += step) {
     doc.line(x_of(t), y, x_of(t), y + 4, svg::Style("none", "#444444", 1));
     doc.text(x_of(t), y + 16, fmt::format("{:g}", t), svg::TextStyle(10.5, "middle", "#333333"));
   }
-  doc.text(kLeft + plot_width, y + 30, "iteration time (ms)", svg::TextStyle(10.5, "end", "#333333"));
+  doc.text(kChartLeft + plot_width, y + 30, "iteration time (ms)", svg::TextStyle(10.5, "end", "#333333"));
   return doc.str();
 }
 

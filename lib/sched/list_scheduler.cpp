@@ -1,5 +1,7 @@
 #include "sched/list_scheduler.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -7,43 +9,53 @@
 #include <queue>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "core/error.hpp"
+#include "plan/semantics.hpp"
 
 namespace octo {
 
 std::string_view to_string(WPolicy policy) {
   switch (policy) {
-    case WPolicy::FillIdle: return "fill-idle";
-    case WPolicy::Eager: return "eager";
+    case WPolicy::FillIdle:
+      return "fill-idle";
+    case WPolicy::Eager:
+      return "eager";
   }
   return "?";
 }
 
 std::string_view to_string(FOrder order) {
   switch (order) {
-    case FOrder::OldestFirst: return "oldest-first";
-    case FOrder::DeepestFirst: return "deepest-first";
-    case FOrder::ShallowestFirst: return "shallowest-first";
-    case FOrder::Grouped: return "grouped-F";
+    case FOrder::OldestFirst:
+      return "oldest-first";
+    case FOrder::DeepestFirst:
+      return "deepest-first";
+    case FOrder::ShallowestFirst:
+      return "shallowest-first";
+    case FOrder::Grouped:
+      return "grouped-F";
   }
   return "?";
 }
 
 std::string_view to_string(BOrder order) {
   switch (order) {
-    case BOrder::OldestFirst: return "oldest-B-first";
-    case BOrder::DeepestFirst: return "deepest-B-first";
-    case BOrder::Grouped: return "grouped-B";
+    case BOrder::OldestFirst:
+      return "oldest-B-first";
+    case BOrder::DeepestFirst:
+      return "deepest-B-first";
+    case BOrder::Grouped:
+      return "grouped-B";
   }
   return "?";
 }
 
 std::string_view to_string(MemoryMode mode) {
   switch (mode) {
-    case MemoryMode::Reserve: return "reserve";
-    case MemoryMode::Greedy: return "greedy";
+    case MemoryMode::Reserve:
+      return "reserve";
+    case MemoryMode::Greedy:
+      return "greedy";
   }
   return "?";
 }
@@ -55,7 +67,28 @@ constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() / 4
 // Op kinds in the scheduler's own table; B stands for BW when the backward is fused.
 constexpr int kF = 0, kB = 1, kW = 2, kR = 3, kKinds = 4;
 
-std::int64_t alloc_f(const StageCost& c, bool rc) { return rc ? c.in_bytes : c.act_bytes; }
+/// The scheduler's slot of an op a dependency rule names (Backward: B or BW, both in slot kB).
+constexpr int slot_of(Pick pick) {
+  switch (pick) {
+    case Pick::F:
+      return kF;
+    case Pick::R:
+      return kR;
+    case Pick::W:
+      return kW;
+    case Pick::B:
+    case Pick::Backward:
+      return kB;
+  }
+  return kF;
+}
+
+/// What F allocates on stage `c` (plan/semantics.hpp): the activations, or only the stage input.
+std::int64_t alloc_f(const StageCost& c, bool rc) {
+  return activation_change<OpKind::F>(rc, c.activations());
+}
+/// What R allocates: the activations it re-creates.
+std::int64_t alloc_r(const StageCost& c) { return activation_change<OpKind::R>(true, c.activations()); }
 
 void check_problem(const ListScheduleProblem& p, const ListScheduleOptions& o) {
   const int S = p.stages();
@@ -65,24 +98,26 @@ void check_problem(const ListScheduleProblem& p, const ListScheduleOptions& o) {
   if (static_cast<int>(p.costs.size()) != S)
     fail("list scheduler: costs for {} stages, but {} stages are placed", p.costs.size(), S);
   if (!p.transfer_ms.empty() && static_cast<int>(p.transfer_ms.size()) != S - 1)
-    fail("list scheduler: {} transfer times for {} stages (expected {}, one per boundary)", p.transfer_ms.size(), S,
-         S - 1);
+    fail("list scheduler: {} transfer times for {} stages (expected {}, one per boundary)",
+         p.transfer_ms.size(), S, S - 1);
   if (!p.recompute.empty() && static_cast<int>(p.recompute.size()) != S)
     fail("list scheduler: {} recompute flags for {} stages (expected one per stage)", p.recompute.size(), S);
   if (!o.activation_cap.empty() && static_cast<int>(o.activation_cap.size()) != p.devices)
-    fail("list scheduler: {} activation caps for {} devices (expected one per device)", o.activation_cap.size(),
-         p.devices);
+    fail("list scheduler: {} activation caps for {} devices (expected one per device)",
+         o.activation_cap.size(), p.devices);
   if (o.max_inflight < 0) fail("list scheduler: max_inflight {} (expected >= 0)", o.max_inflight);
   if (!(o.hold >= 0)) fail("list scheduler: hold {} (expected >= 0)", o.hold);
   for (int s = 0; s < S; ++s) {
     const int d = p.stage_device[static_cast<std::size_t>(s)];
-    if (d < 0 || d >= p.devices) fail("list scheduler: stage {} on device {} (expected 0..{})", s, d, p.devices - 1);
+    if (d < 0 || d >= p.devices)
+      fail("list scheduler: stage {} on device {} (expected 0..{})", s, d, p.devices - 1);
     const StageCost& c = p.costs[static_cast<std::size_t>(s)];
     for (double t : {c.f_ms, c.b_ms, c.w_ms, c.r_ms})
-      if (!(t >= 0) || !std::isfinite(t)) fail("list scheduler: stage {} has a negative or non-finite op time", s);
+      if (!(t >= 0) || !std::isfinite(t))
+        fail("list scheduler: stage {} has a negative or non-finite op time", s);
     if (c.act_bytes < 0 || c.wgrad_bytes < 0 || c.in_bytes < 0 || c.wgrad_bytes > c.act_bytes)
-      fail("list scheduler: stage {} has inconsistent activation bytes (act {}, wgrad {}, input {})", s, c.act_bytes,
-           c.wgrad_bytes, c.in_bytes);
+      fail("list scheduler: stage {} has inconsistent activation bytes (act {}, wgrad {}, input {})", s,
+           c.act_bytes, c.wgrad_bytes, c.in_bytes);
   }
   for (std::size_t b = 0; b < p.transfer_ms.size(); ++b)
     if (!(p.transfer_ms[b] >= 0) || !std::isfinite(p.transfer_ms[b]))
@@ -119,8 +154,10 @@ class Run {
       while (!events_.empty() && events_.top().time <= now) {
         const Event e = events_.top();
         events_.pop();
-        if (e.complete) complete(e.op, now);
-        else make_ready(e.op);
+        if (e.complete)
+          complete(e.op, now);
+        else
+          make_ready(e.op);
       }
     }
     if (done_ != total_) {
@@ -152,19 +189,34 @@ class Run {
   [[nodiscard]] int mb_of(std::int32_t op) const { return (op / kKinds) % M_; }
   [[nodiscard]] static int kind_of(std::int32_t op) { return op % kKinds; }
   [[nodiscard]] int dev(int s) const { return p_.stage_device[static_cast<std::size_t>(s)]; }
-  [[nodiscard]] bool rc(int s) const { return !p_.recompute.empty() && p_.recompute[static_cast<std::size_t>(s)]; }
+  /// Whether stage s recomputes: a byte per stage, cheaper to read in every event than std::vector<bool>.
+  [[nodiscard]] bool rc(int s) const { return rc_[static_cast<std::size_t>(s)] != 0; }
   [[nodiscard]] const StageCost& cost(int s) const { return p_.costs[static_cast<std::size_t>(s)]; }
   [[nodiscard]] double transfer(int s) const {  // boundary s | s+1
     return p_.transfer_ms.empty() ? 0.0 : p_.transfer_ms[static_cast<std::size_t>(s)];
+  }
+  /// The plan op kind of slot k (kB is BW when the backward is fused).
+  [[nodiscard]] OpKind op_kind(int k) const {
+    static constexpr OpKind kinds[kKinds] = {OpKind::F, OpKind::B, OpKind::W, OpKind::R};
+    return k == kB && !split_ ? OpKind::BW : kinds[k];
+  }
+  /// Time for a tensor of the dependency `need` to reach device `d`: its transfer when it crosses
+  /// a device boundary, else 0.
+  [[nodiscard]] double arrival_delay(const Need& need, int d) const {
+    return need.crosses && dev(need.stage) != d ? transfer(boundary(need.tensor, need.stage)) : 0.0;
   }
 
   [[nodiscard]] std::int64_t f_key(int s, int m) const {
     const std::int64_t S = S_;
     switch (o_.f_order) {
-      case FOrder::OldestFirst: return static_cast<std::int64_t>(m) * S + (S - 1 - s);
-      case FOrder::DeepestFirst: return static_cast<std::int64_t>(S - 1 - s) * M_ + m;
-      case FOrder::ShallowestFirst: return static_cast<std::int64_t>(s) * M_ + m;
-      case FOrder::Grouped: return grouped_key(m, s);
+      case FOrder::OldestFirst:
+        return static_cast<std::int64_t>(m) * S + (S - 1 - s);
+      case FOrder::DeepestFirst:
+        return static_cast<std::int64_t>(S - 1 - s) * M_ + m;
+      case FOrder::ShallowestFirst:
+        return static_cast<std::int64_t>(s) * M_ + m;
+      case FOrder::Grouped:
+        return grouped_key(m, s);
     }
     return 0;
   }
@@ -175,9 +227,12 @@ class Run {
   }
   [[nodiscard]] std::int64_t b_key(int s, int m) const {
     switch (o_.b_order) {
-      case BOrder::OldestFirst: return mb_key(s, m);
-      case BOrder::DeepestFirst: return static_cast<std::int64_t>(S_ - 1 - s) * M_ + m;
-      case BOrder::Grouped: return grouped_key(m, S_ - 1 - s);
+      case BOrder::OldestFirst:
+        return mb_key(s, m);
+      case BOrder::DeepestFirst:
+        return static_cast<std::int64_t>(S_ - 1 - s) * M_ + m;
+      case BOrder::Grouped:
+        return grouped_key(m, S_ - 1 - s);
     }
     return 0;
   }
@@ -196,26 +251,39 @@ class Run {
 
   /// Re-times the schedule as early as its order allows (list order per device, data
   /// dependencies, ideal transfer delays): what the simulator computes for the compute-only plan.
-  void retime() {
+  /// The latest of `t` and the arrival of every input of op `Kind` (s, m) on device d (end_ times).
+  template <OpKind Kind>
+  [[nodiscard]] double inputs_ready(int s, int m, int d, double t) const {
+    for_each_need<Kind>(
+        s, S_, rc(s), [&](const Need& need) __attribute__((always_inline)) {
+          t = std::max(t, end_[static_cast<std::size_t>(id(need.stage, m, slot_of(need.pick)))] +
+                              arrival_delay(need, d));
+        });
+    return t;
+  }
+
+  [[gnu::noinline]] void retime() {
     std::fill(end_.begin(), end_.end(), 0.0);
     std::vector<double> free(static_cast<std::size_t>(D_), 0.0);
     double makespan = 0;
     for (const std::int32_t op : log_) {
       const int s = stage_of(op), m = mb_of(op), k = kind_of(op), d = dev(s);
       double t = free[static_cast<std::size_t>(d)];
-      auto after = [&](std::int32_t dep, double delay) { t = std::max(t, end_[static_cast<std::size_t>(dep)] + delay); };
       switch (k) {
         case kF:
-          if (s > 0) after(id(s - 1, m, kF), dev(s - 1) != d ? transfer(s - 1) : 0.0);
+          t = inputs_ready<OpKind::F>(s, m, d, t);
           break;
         case kB:
-          after(id(s, m, kF), 0.0);
-          if (s + 1 < S_) after(id(s + 1, m, kB), dev(s + 1) != d ? transfer(s) : 0.0);
-          if (rc(s)) after(id(s, m, kR), 0.0);
+          t = split_ ? inputs_ready<OpKind::B>(s, m, d, t) : inputs_ready<OpKind::BW>(s, m, d, t);
           break;
-        case kW: after(id(s, m, kB), 0.0); break;
-        case kR: after(id(s, m, kF), 0.0); break;
-        default: break;
+        case kW:
+          t = inputs_ready<OpKind::W>(s, m, d, t);
+          break;
+        case kR:
+          t = inputs_ready<OpKind::R>(s, m, d, t);
+          break;
+        default:
+          break;
       }
       const double e = t + duration(s, k);
       end_[static_cast<std::size_t>(op)] = e;
@@ -230,6 +298,9 @@ class Run {
     S_ = p_.stages();
     M_ = p_.microbatches;
     split_ = o_.split_bw;
+    rc_.assign(static_cast<std::size_t>(S_), 0);
+    for (int s = 0; s < S_; ++s)
+      rc_[static_cast<std::size_t>(s)] = !p_.recompute.empty() && p_.recompute[static_cast<std::size_t>(s)];
     const auto n = static_cast<std::size_t>(S_) * M_ * kKinds;
     deps_.assign(n, 0);
     ready_at_.assign(n, 0.0);
@@ -251,54 +322,70 @@ class Run {
     headroom_.assign(static_cast<std::size_t>(D_), 0);
     cap_.assign(static_cast<std::size_t>(D_), kUnlimited);
     if (!o_.activation_cap.empty())
-      for (int d = 0; d < D_; ++d) cap_[static_cast<std::size_t>(d)] = o_.activation_cap[static_cast<std::size_t>(d)];
+      for (int d = 0; d < D_; ++d)
+        cap_[static_cast<std::size_t>(d)] = o_.activation_cap[static_cast<std::size_t>(d)];
     result_.programs.assign(static_cast<std::size_t>(D_), {});
 
     total_ = 0;
     for (int s = 0; s < S_; ++s) {
       const int d = dev(s);
       need_[static_cast<std::size_t>(d)] += alloc_f(cost(s), rc(s));
-      if (rc(s)) headroom_[static_cast<std::size_t>(d)] = std::max(headroom_[static_cast<std::size_t>(d)], cost(s).act_bytes);
-      for (int m = 0; m < M_; ++m) {
-        deps_[static_cast<std::size_t>(id(s, m, kF))] = s > 0 ? 1 : 0;
-        deps_[static_cast<std::size_t>(id(s, m, kB))] = 1 + (s + 1 < S_ ? 1 : 0) + (rc(s) ? 1 : 0);
-        deps_[static_cast<std::size_t>(id(s, m, kW))] = 1;
-        deps_[static_cast<std::size_t>(id(s, m, kR))] = 1 + (s + 1 < S_ ? 1 : 0);
-      }
+      if (rc(s))
+        headroom_[static_cast<std::size_t>(d)] =
+            std::max(headroom_[static_cast<std::size_t>(d)], alloc_r(cost(s)));
+      // Data dependencies per slot; R also waits for the start of the next stage's backward (a
+      // scheduling choice, see start()).
+      int count[kKinds];
+      for (int k = 0; k < kKinds; ++k) count[k] = needs(op_kind(k), s, S_, rc(s)).size();
+      count[kR] += s + 1 < S_ ? 1 : 0;
+      for (int m = 0; m < M_; ++m)
+        for (int k = 0; k < kKinds; ++k) deps_[static_cast<std::size_t>(id(s, m, k))] = count[k];
       total_ += M_ * (2 + (split_ ? 1 : 0) + (rc(s) ? 1 : 0));
     }
     for (int d = 0; d < D_; ++d) {
       const auto i = static_cast<std::size_t>(d);
       if (cap_[i] < 0) {
-        result_.infeasible = fmt::format("device {}: the static memory alone exceeds the memory limit by {:.2f} GiB",
-                                         d, static_cast<double>(-cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+        result_.infeasible =
+            fmt::format("device {}: the static memory alone exceeds the memory limit by {:.2f} GiB", d,
+                        static_cast<double>(-cap_[i]) / (1024.0 * 1024.0 * 1024.0));
         return;
       }
       if (need_[i] + headroom_[i] > cap_[i]) {
         result_.infeasible = fmt::format(
-            "device {}: one micro-batch needs {:.2f} GiB of activations{} but only {:.2f} GiB are left under the "
+            "device {}: one micro-batch needs {:.2f} GiB of activations{} but only {:.2f} GiB are left under "
+            "the "
             "memory limit",
             d, static_cast<double>(need_[i] + headroom_[i]) / (1024.0 * 1024.0 * 1024.0),
-            headroom_[i] > 0 ? " (with recompute headroom)" : "", static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+            headroom_[i] > 0 ? " (with recompute headroom)" : "",
+            static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
         return;
       }
     }
   }
 
-  void push_event(double time, std::int32_t op, bool complete) { events_.push(Event{time, seq_++, op, complete}); }
+  void push_event(double time, std::int32_t op, bool complete) {
+    events_.push(Event{time, seq_++, op, complete});
+  }
 
   /// All dependencies of `op` are met: it can start at ready_at_ (now, or when its tensor arrives).
   void make_ready(std::int32_t op) {
     const int s = stage_of(op), m = mb_of(op), d = dev(s);
     const auto di = static_cast<std::size_t>(d);
     switch (kind_of(op)) {
-      case kF: f_heap_[di].emplace(jittered(f_key(s, m), op), op); break;
+      case kF:
+        f_heap_[di].emplace(jittered(f_key(s, m), op), op);
+        break;
       case kB:
         b_heap_[di].emplace(jittered(b_key(s, m), op), op);
         break;
-      case kW: w_heap_[di].emplace(mb_key(s, m), op); break;
-      case kR: r_heap_[di].emplace(mb_key(s, m), op); break;
-      default: break;
+      case kW:
+        w_heap_[di].emplace(mb_key(s, m), op);
+        break;
+      case kR:
+        r_heap_[di].emplace(mb_key(s, m), op);
+        break;
+      default:
+        break;
     }
   }
 
@@ -306,18 +393,25 @@ class Run {
     auto& r = ready_at_[static_cast<std::size_t>(op)];
     r = std::max(r, at);
     if (--deps_[static_cast<std::size_t>(op)] > 0) return;
-    if (r <= now) make_ready(op);
-    else push_event(r, op, false);
+    if (r <= now)
+      make_ready(op);
+    else
+      push_event(r, op, false);
   }
 
   [[nodiscard]] double duration(int s, int k) const {
     const StageCost& c = cost(s);
     switch (k) {
-      case kF: return p_.op_overhead_ms + c.f_ms;
-      case kB: return p_.op_overhead_ms + c.b_ms + (split_ ? 0.0 : c.w_ms);
-      case kW: return p_.op_overhead_ms + c.w_ms;
-      case kR: return p_.op_overhead_ms + c.r_ms;
-      default: return 0;
+      case kF:
+        return p_.op_overhead_ms + c.f_ms;
+      case kB:
+        return p_.op_overhead_ms + c.b_ms + (split_ ? 0.0 : c.w_ms);
+      case kW:
+        return p_.op_overhead_ms + c.w_ms;
+      case kR:
+        return p_.op_overhead_ms + c.r_ms;
+      default:
+        return 0;
     }
   }
 
@@ -332,35 +426,55 @@ class Run {
     const auto di = static_cast<std::size_t>(d);
     const StageCost& c = cost(s);
     busy_[di] = 1;
-    static constexpr OpKind kinds[kKinds] = {OpKind::F, OpKind::B, OpKind::W, OpKind::R};
-    OpKind kind = kinds[k];
-    if (k == kB && !split_) kind = OpKind::BW;
-    result_.programs[di].push_back(Op::compute(kind, s, m));
+    result_.programs[di].push_back(Op::compute(op_kind(k), s, m));
     log_.push_back(op);
     switch (k) {
       case kF:
         if (s == 0) {  // admission of micro-batch m: reserve its activations on every device
           ++admitted_;
           ++inflight_;
-          for (int e = 0; e < D_; ++e) reserved_[static_cast<std::size_t>(e)] += need_[static_cast<std::size_t>(e)];
+          for (int e = 0; e < D_; ++e)
+            reserved_[static_cast<std::size_t>(e)] += need_[static_cast<std::size_t>(e)];
         }
-        reserved_[di] -= alloc_f(c, rc(s));
-        allocate(d, alloc_f(c, rc(s)));
-        break;
+        {
+          const std::int64_t bytes = alloc_f(c, rc(s));
+          reserved_[di] -= bytes;
+          allocate(d, bytes);
+          break;
+        }
       case kR:
         ++open_r_[di];
-        allocate(d, c.act_bytes);
+        allocate(d, alloc_r(c));
         break;
-      case kB:
-        // The recompute of the next stage down may start now: the gradient is on its way.
-        if (s > 0 && rc(s - 1)) satisfy(id(s - 1, m, kR), now, now);
-        // The device of stage s-1 can expect its B when this one's gradient arrives.
-        if (s > 0 && o_.hold > 0 && dev(s - 1) != d)
-          expected_b_[static_cast<std::size_t>(dev(s - 1))].push(now + duration(s, kB) + transfer(s - 1));
+      case kB: {
+        if (!has_consumer(TensorKind::Gradient, s, S_)) break;
+        const int down = consumer_stage(TensorKind::Gradient, s);
+        // The recompute of the stage this gradient goes to may start now: the gradient is on its way.
+        if (rc(down)) satisfy(id(down, m, kR), now, now);
+        // The device of that stage can expect its B when the gradient arrives.
+        if (o_.hold > 0 && dev(down) != d)
+          expected_b_[static_cast<std::size_t>(dev(down))].push(now + duration(s, kB) +
+                                                                transfer(boundary(TensorKind::Gradient, s)));
         break;
-      default: break;
+      }
+      default:
+        break;
     }
     push_event(now + duration(s, k), op, true);
+  }
+
+  /// Counts the completion of op `Kind` (s, m) on device d at `now` for every op waiting for it (the
+  /// rule table read backwards); R exists only on a stage that recomputes, W only when the backward
+  /// is split (then the completed op is a B, which W's rule names).
+  template <OpKind Kind>
+  void release_consumers(int s, int m, int d, double now) {
+    for_each_consumer<Kind>(
+        s, S_, [&](const DependencyRule& r, int consumer) __attribute__((always_inline)) {
+          if ((r.consumer == Pick::R || r.recompute_only) && !rc(consumer)) return;
+          const double delay =
+              r.stage_offset != 0 && dev(consumer) != d ? transfer(boundary(r.tensor, s)) : 0.0;
+          satisfy(id(consumer, m, slot_of(r.consumer)), now + delay, now);
+        });
   }
 
   void complete(std::int32_t op, double now) {
@@ -369,32 +483,36 @@ class Run {
     const StageCost& c = cost(s);
     busy_[di] = 0;
     ++done_;
+    // Memory (plan/semantics.hpp): the backward frees what W does not need; W frees the rest.
+    // F and R allocated when they started.
     switch (k) {
       case kF:
-        if (s + 1 < S_) satisfy(id(s + 1, m, kF), now + (dev(s + 1) != d ? transfer(s) : 0.0), now);
-        satisfy(id(s, m, kB), now, now);
-        if (rc(s)) satisfy(id(s, m, kR), now, now);
+        release_consumers<OpKind::F>(s, m, d, now);
         break;
-      case kR: satisfy(id(s, m, kB), now, now); break;
-      case kB: {
-        const std::int64_t kept = rc(s) ? c.in_bytes : 0;
+      case kR:
+        release_consumers<OpKind::R>(s, m, d, now);
+        break;
+      case kB:
         if (rc(s)) --open_r_[di];
         if (split_) {
-          live_[di] -= c.act_bytes - c.wgrad_bytes + kept;
-          pending_w_[di] += c.wgrad_bytes;
-          satisfy(id(s, m, kW), now, now);
+          release_consumers<OpKind::B>(s, m, d, now);
+          live_[di] += activation_change<OpKind::B>(rc(s), c.activations());
+          pending_w_[di] -= activation_change<OpKind::W>(rc(s), c.activations());
         } else {
-          live_[di] -= c.act_bytes + kept;
+          release_consumers<OpKind::BW>(s, m, d, now);
+          live_[di] += activation_change<OpKind::BW>(rc(s), c.activations());
         }
-        if (s > 0) satisfy(id(s - 1, m, kB), now + (dev(s - 1) != d ? transfer(s - 1) : 0.0), now);
-        else --inflight_;
+        if (s == 0) --inflight_;
+        break;
+      case kW: {
+        release_consumers<OpKind::W>(s, m, d, now);
+        const std::int64_t freed = activation_change<OpKind::W>(rc(s), c.activations());
+        live_[di] += freed;
+        pending_w_[di] += freed;
         break;
       }
-      case kW:
-        live_[di] -= c.wgrad_bytes;
-        pending_w_[di] -= c.wgrad_bytes;
+      default:
         break;
-      default: break;
     }
   }
 
@@ -441,7 +559,7 @@ class Run {
       const int s = stage_of(r.top().second);
       // The first open recompute always fits (headroom); more only when memory allows.
       const std::int64_t limit = open_r_[di] == 0 ? cap : cap - headroom_[di];
-      if (fits(d, cost(s).act_bytes, limit)) return take(r);
+      if (fits(d, alloc_r(cost(s)), limit)) return take(r);
       if (!w.empty()) return take(w);
     }
 
@@ -480,13 +598,15 @@ class Run {
       const auto i = static_cast<std::size_t>(d);
       if (f_heap_[i].empty() && !(dev(0) == d && admitted_ < M_)) continue;
       if (!why.empty()) why += "; ";
-      why += fmt::format("device {} holds {:.2f} GiB of activations (cap {:.2f} GiB)", d,
-                         static_cast<double>(live_[i]) / (1024.0 * 1024.0 * 1024.0),
-                         cap_[i] >= kUnlimited ? -1.0 : static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+      why += fmt::format(
+          "device {} holds {:.2f} GiB of activations (cap {:.2f} GiB)", d,
+          static_cast<double>(live_[i]) / (1024.0 * 1024.0 * 1024.0),
+          cap_[i] >= kUnlimited ? -1.0 : static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
     }
-    return fmt::format("memory deadlock after {} of {} ops: no device can start its next F under the activation cap "
-                       "({}); lower the admission (max in-flight) or use MemoryMode::Reserve",
-                       done_, total_, why.empty() ? "no ready op" : why);
+    return fmt::format(
+        "memory deadlock after {} of {} ops: no device can start its next F under the activation cap "
+        "({}); lower the admission (max in-flight) or use MemoryMode::Reserve",
+        done_, total_, why.empty() ? "no ready op" : why);
   }
 
   const ListScheduleProblem& p_;
@@ -500,6 +620,7 @@ class Run {
   std::vector<std::uint8_t> busy_;
   std::vector<std::int64_t> live_, reserved_, pending_w_, peak_, need_, headroom_, cap_;
   std::vector<int> open_r_;
+  std::vector<std::uint8_t> rc_;  // per stage: recomputes
   /// Per device: times at which gradients for its B ops are expected (hold > 0).
   std::vector<std::priority_queue<double, std::vector<double>, std::greater<>>> expected_b_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
@@ -524,7 +645,7 @@ std::int64_t min_activation_cap(const ListScheduleProblem& problem, int device) 
     const bool rc = !problem.recompute.empty() && problem.recompute[static_cast<std::size_t>(s)];
     const StageCost& c = problem.costs[static_cast<std::size_t>(s)];
     need += alloc_f(c, rc);
-    if (rc) headroom = std::max(headroom, c.act_bytes);
+    if (rc) headroom = std::max(headroom, alloc_r(c));
   }
   return need + headroom;
 }

@@ -15,12 +15,11 @@
 /// contention; the simulator verifies the lowered plan). The result is a compute-only program per
 /// device (no SEND/RECV: plan/lower.hpp inserts those), or the reason the problem is infeasible.
 ///
-/// Memory follows CONTRACTS.md "Memory": F allocates act (recompute: only the stage input), R
-/// allocates act, B frees act − wgrad (+ the kept input under recompute), W frees wgrad, BW frees
-/// everything. In MemoryMode::Reserve a micro-batch is admitted only when every device can still
-/// hold all its activations (reservations), which is deadlock-free by construction: every admitted
-/// micro-batch can finish. MemoryMode::Greedy checks the cap op by op and may run into a memory
-/// deadlock, which is reported as infeasible (never a hang).
+/// Dependencies and memory follow the rules of plan/semantics.hpp (lib/plan/CONTRACTS.md): an op
+/// allocates when it starts and frees when it ends. In MemoryMode::Reserve a micro-batch is admitted only
+/// when every device can still hold all its activations (reservations), which is deadlock-free by
+/// construction: every admitted micro-batch can finish. MemoryMode::Greedy checks the cap op by op and may
+/// run into a memory deadlock, which is reported as infeasible (never a hang).
 
 #include <cstdint>
 #include <string>
@@ -73,13 +72,13 @@ enum class MemoryMode : std::uint8_t {
 struct ListScheduleProblem {
   int devices = 1;
   int microbatches = 1;
-  std::vector<int> stage_device;      ///< stage → device, one entry per stage
-  std::vector<StageCost> costs;       ///< one per stage
+  std::vector<int> stage_device;  ///< stage → device, one entry per stage
+  std::vector<StageCost> costs;   ///< one per stage
   /// transfer_ms[s]: time to move the boundary tensor between stage s and s+1 when they are on
   /// different devices (ignored when they share one); size stages − 1, or empty for free transfers.
   std::vector<double> transfer_ms;
-  std::vector<bool> recompute;        ///< per stage; empty: no stage recomputes
-  double op_overhead_ms = 0;          ///< added to every compute op (as in the simulator)
+  std::vector<bool> recompute;  ///< per stage; empty: no stage recomputes
+  double op_overhead_ms = 0;    ///< added to every compute op (as in the simulator)
 
   [[nodiscard]] int stages() const { return static_cast<int>(stage_device.size()); }
 };
@@ -125,7 +124,8 @@ struct ListSchedule {
 
 /// Schedules `problem`. Throws octo::Error for malformed input (sizes that do not match, devices
 /// out of range, negative costs); an impossible memory budget is a result, not an error.
-[[nodiscard]] ListSchedule list_schedule(const ListScheduleProblem& problem, const ListScheduleOptions& options = {});
+[[nodiscard]] ListSchedule list_schedule(const ListScheduleProblem& problem,
+                                         const ListScheduleOptions& options = {});
 
 /// Activation bytes device `device` needs to hold one micro-batch completely (Σ of what F allocates
 /// on its stages) plus the recompute headroom (the largest activation set R re-creates there):

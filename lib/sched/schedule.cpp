@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 
+#include "plan/semantics.hpp"
+
 namespace octo {
 
 // The registry: one line per schedule, each implemented in its own file.
@@ -124,25 +126,30 @@ void verify_programs(const Schedule& schedule, const ScheduleConfig& c, const Pr
   const bool split = schedule.splits_backward();
   for (int s = 0; s < stages; ++s) {
     const bool rc = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)];
-    const bool same_prev = s > 0 && c.stage_device[s - 1] == c.stage_device[s];
-    const bool same_next = s + 1 < stages && c.stage_device[s + 1] == c.stage_device[s];
     for (int mb = 0; mb < m; ++mb) {
-      const std::int64_t f = slot(OpKind::F, s, mb);
-      const std::int64_t b = split ? slot(OpKind::B, s, mb) : slot(OpKind::BW, s, mb);
-      const std::int64_t w = slot(OpKind::W, s, mb);
-      const std::int64_t r = slot(OpKind::R, s, mb);
       const std::string who = fmt::format("stage {} mb {}", s, mb);
-      if (f < 0 || b < 0) bug(who + ": missing F or backward");
-      if (split != (w >= 0) || (split && slot(OpKind::BW, s, mb) >= 0) ||
+      if (slot(OpKind::F, s, mb) < 0 || slot(split ? OpKind::B : OpKind::BW, s, mb) < 0)
+        bug(who + ": missing F or backward");
+      if (split != (slot(OpKind::W, s, mb) >= 0) || (split && slot(OpKind::BW, s, mb) >= 0) ||
           (!split && slot(OpKind::B, s, mb) >= 0))
         bug(who + ": backward ops do not match the schedule's B/W split");
-      if (rc != (r >= 0)) bug(who + ": R present iff the stage recomputes");
-      if (b < f || (split && w < b) || (rc && (r < f || r > b))) bug(who + ": ops out of dependency order");
-      if (same_prev && f < slot(OpKind::F, s - 1, mb)) bug(who + ": F before the previous stage's F");
-      if (same_next) {
-        const std::int64_t nb = split ? slot(OpKind::B, s + 1, mb) : slot(OpKind::BW, s + 1, mb);
-        if (b < nb) bug(who + ": backward before the next stage's backward");
-      }
+      if (rc != (slot(OpKind::R, s, mb) >= 0)) bug(who + ": R present iff the stage recomputes");
+    }
+  }
+  // Every op after the ops it depends on (plan/semantics.hpp) that share its device. Ops are all
+  // present now, so each Backward producer is the kind the split says.
+  for (int d = 0; d < c.devices; ++d) {
+    for (const Op& op : programs[static_cast<std::size_t>(d)]) {
+      const bool rc = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(op.stage)];
+      for_each_need(
+          op.kind, op.stage, stages, rc, [&](const Need& need) __attribute__((always_inline)) {
+            if (c.stage_device[static_cast<std::size_t>(need.stage)] != d) return;
+            const OpKind kind =
+                need.pick == Pick::Backward ? (split ? OpKind::B : OpKind::BW) : pick_kind(need.pick);
+            if (slot(kind, need.stage, op.mb) > slot(op.kind, op.stage, op.mb))
+              bug(fmt::format("{} is listed before {}, which it depends on", describe(op),
+                              describe(Op::compute(kind, need.stage, op.mb))));
+          });
     }
   }
 }

@@ -8,7 +8,7 @@
 ///                    which the simulator does not model) is shown beside it without an error;
 ///   busy time        per pipeline device: Σ compute op time (replicas averaged);
 ///   bubble ratio     1 − Σ busy / (devices × iteration time); its error is in percentage points;
-///   peak memory      per device: static (parameter state as the plan defines it, CONTRACTS.md
+///   peak memory      per device: static (parameter state as the plan defines it, lib/plan/CONTRACTS.md
 ///                    "Memory") + peak activations; measured activations are the device memory
 ///                    above the step's start at its peak (the most of any replica), so both sides
 ///                    share the static part and its definition.

@@ -9,6 +9,7 @@
 #include "cost/costs.hpp"
 #include "cost/inputs.hpp"
 #include "plan/plan.hpp"
+#include "plan/semantics.hpp"
 #include "spec/model.hpp"
 
 namespace octo {
@@ -25,6 +26,9 @@ struct StageCost {
   std::int64_t in_bytes = 0;     ///< output_bytes of layer first_layer-1 (0 for the first stage):
                                  ///< what F keeps under recompute
   std::int64_t params = 0;       ///< Σ params (already divided by TP)
+
+  /// The sizes the memory rules (plan/semantics.hpp) work on.
+  [[nodiscard]] ActivationSizes activations() const { return {act_bytes, wgrad_bytes, in_bytes}; }
 };
 
 struct SimInput {
@@ -51,7 +55,7 @@ struct SimInput {
   void set_uniform_links(double bandwidth_bytes_per_ms, double latency_ms);
 };
 
-/// Bytes of parameter state per parameter (CONTRACTS.md "Memory"): weights in `dtype`, fp32
+/// Bytes of parameter state per parameter (lib/plan/CONTRACTS.md "Memory"): weights in `dtype`, fp32
 /// gradient, and the optimizer part (fp32 master copy unless dtype is fp32, Adam moments 8 B)
 /// divided by `dp`. bf16, dp 1: 2 + 4 + (4 + 8) = 18.
 [[nodiscard]] double param_state_bytes(DType dtype, int dp);

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
+#include "plan/semantics.hpp"
 
 namespace octo {
 namespace {
@@ -65,9 +66,10 @@ struct Simulator::State {
   std::vector<std::int32_t> offset;  ///< D+1: first op id of each device
   std::vector<std::int32_t> head, tail, cursor, next_waiter, stack;  ///< per stream
   std::vector<std::int32_t> compute_index;                           ///< [(s * M + m) * kKinds + slot]
-  std::vector<std::int32_t> act_recv;   ///< [s * M + m]: RECV of the activation F(s, m) produced
-  std::vector<std::int32_t> grad_recv;  ///< [s * M + m]: RECV of the gradient B(s, m) produced
-  std::vector<PairQueue> pairs;         ///< [from * D + to]
+  std::vector<std::int32_t> act_recv;       ///< [s * M + m]: RECV of the activation F(s, m) produced
+  std::vector<std::int32_t> grad_recv;      ///< [s * M + m]: RECV of the gradient B(s, m) produced
+  std::vector<PairQueue> pairs;             ///< [from * D + to]
+  std::vector<std::int64_t> memory_change;  ///< [s * kOpKinds + kind]: activation bytes op kind adds
   SimResult result;
 };
 
@@ -143,8 +145,9 @@ struct Simulator::Run {
   [[nodiscard]] std::int32_t compute(int s, int m, OpKind k) const {
     return st.compute_index[(static_cast<std::size_t>(s) * M + m) * kKinds + compute_slot(k)];
   }
-  /// B or BW of (s, m), whichever the plan has.
-  [[nodiscard]] std::int32_t backward(int s, int m) const {
+  /// The op a rule names (plan/semantics.hpp) for (s, m); Backward is B or BW, whichever the plan has.
+  [[nodiscard]] std::int32_t find(Pick pick, int s, int m) const {
+    if (pick != Pick::Backward) return compute(s, m, pick_kind(pick));
     const std::int32_t b = compute(s, m, OpKind::B);
     return b != kNone ? b : compute(s, m, OpKind::BW);
   }
@@ -160,8 +163,8 @@ struct Simulator::Run {
                       "RECV on {} from {})",
                       name(snd), name(rcv), a, b, b, a));
     const bool act = so.tensor == TensorKind::Activation;
-    const int consumer = act ? so.stage + 1 : so.stage - 1;
-    if (consumer < 0 || consumer >= S)
+    const int consumer = consumer_stage(so.tensor, so.stage);
+    if (!has_consumer(so.tensor, so.stage, S))
       malformed(
           fmt::format("{}: stage {} has no {} neighbour", name(snd), so.stage, act ? "next" : "previous"));
     if (plan.stages[static_cast<std::size_t>(so.stage)].device != a)
@@ -280,9 +283,10 @@ struct Simulator::Run {
       for (const Op& op : plan.programs[static_cast<std::size_t>(d)]) {
         Node& nd = node(id);
         if (op.kind == OpKind::Send) {
+          // Each tensor kind's producer pick as a constant, so find() folds to one lookup.
           const std::int32_t producer = op.tensor == TensorKind::Activation
-                                            ? compute(op.stage, op.mb, OpKind::F)
-                                            : backward(op.stage, op.mb);
+                                            ? find(route(TensorKind::Activation).producer, op.stage, op.mb)
+                                            : find(route(TensorKind::Gradient).producer, op.stage, op.mb);
           if (producer == kNone) malformed(fmt::format("{}: the plan has no op producing it", name(id)));
           nd.dep[0] = producer;
         } else if (op.kind != OpKind::Recv) {
@@ -293,65 +297,70 @@ struct Simulator::Run {
     }
   }
 
+  [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void missing_recv(std::int32_t id, const Need& need, int mb,
+                                                                 int from, int to) const {
+    malformed(fmt::format("{} needs the {} of stage {} mb{} from device {}, but device {} has no RECV for it",
+                          name(id), to_string(need.tensor), need.stage, mb, from, to));
+  }
+  [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void missing_producer(std::int32_t id, const Need& need,
+                                                                     int mb) const {
+    malformed(fmt::format("{} needs {} mb{} s{}, which the plan does not have", name(id),
+                          to_string(pick_kind(need.pick)), mb, need.stage));
+  }
+
+  /// Duration and data dependencies of compute op `op` (the rule table of plan/semantics.hpp, in
+  /// its order: on a tie the later dependency is named the cause).
   void wire_compute(const Op& op, int d, std::int32_t id, Node& nd, double overhead) {
     auto& s = st;
     const StageCost& c = in.stages[static_cast<std::size_t>(op.stage)];
     const Stage& stage = plan.stages[static_cast<std::size_t>(op.stage)];
     int count = 0;
-    auto need = [&](std::int32_t dep, int s2, OpKind k2) {
-      if (dep == kNone)
-        malformed(fmt::format("{} needs {} mb{} s{}, which the plan does not have", name(id), to_string(k2),
-                              op.mb, s2));
-      nd.dep[count++] = dep;
-    };
-    // The input from adjacent stage `from`: local, through a RECV, or (compute-only plans) direct
-    // with an ideal transfer.
-    auto cross = [&](int from, TensorKind t) {
-      const bool act = t == TensorKind::Activation;
-      const std::int32_t producer = act ? compute(from, op.mb, OpKind::F) : backward(from, op.mb);
-      const int pd = plan.stages[static_cast<std::size_t>(from)].device;
-      if (pd == d || !has_comm) {
-        need(producer, from, act ? OpKind::F : OpKind::B);
-        if (pd != d)
-          s.dep_delay[static_cast<std::size_t>(id) * 3 + count - 1] =
-              transfer(pd, d, in.stages[static_cast<std::size_t>(std::min(from, op.stage))].out_bytes);
+    const auto wire = [&](const Need& need) __attribute__((always_inline)) {
+      const int pd = need.crosses ? plan.stages[static_cast<std::size_t>(need.stage)].device : d;
+      // A boundary tensor from another device comes through its RECV; compute-only plans wait for
+      // the producer itself plus an ideal transfer.
+      if (pd != d && has_comm) {
+        const std::int32_t r = (need.tensor == TensorKind::Activation
+                                    ? s.act_recv
+                                    : s.grad_recv)[static_cast<std::size_t>(need.stage) * M + op.mb];
+        if (r == kNone) missing_recv(id, need, op.mb, pd, d);
+        nd.dep[count++] = r;
         return;
       }
-      const std::int32_t r = (act ? s.act_recv : s.grad_recv)[static_cast<std::size_t>(from) * M + op.mb];
-      if (r == kNone)
-        malformed(
-            fmt::format("{} needs the {} of stage {} mb{} from device {}, but device {} has no RECV for it",
-                        name(id), to_string(t), from, op.mb, pd, d));
-      nd.dep[count++] = r;
+      const std::int32_t dep = find(need.pick, need.stage, op.mb);
+      if (dep == kNone) missing_producer(id, need, op.mb);
+      nd.dep[count++] = dep;
+      if (pd != d)
+        s.dep_delay[static_cast<std::size_t>(id) * 3 + count - 1] =
+            transfer(pd, d, in.stages[static_cast<std::size_t>(boundary(need.tensor, need.stage))].out_bytes);
     };
-    double dur = overhead;
     switch (op.kind) {
       case OpKind::F:
-        dur += c.f_ms;
-        if (op.stage > 0) cross(op.stage - 1, TensorKind::Activation);
+        nd.dur = overhead + c.f_ms;
+        for_each_need<OpKind::F>(op.stage, S, stage.recompute, wire);
         break;
       case OpKind::B:
+        nd.dur = overhead + c.b_ms;
+        for_each_need<OpKind::B>(op.stage, S, stage.recompute, wire);
+        break;
       case OpKind::BW:
-        dur += c.b_ms + (op.kind == OpKind::BW ? c.w_ms : 0.0);
-        need(compute(op.stage, op.mb, OpKind::F), op.stage, OpKind::F);
-        if (op.stage + 1 < S) cross(op.stage + 1, TensorKind::Gradient);
-        if (stage.recompute) need(compute(op.stage, op.mb, OpKind::R), op.stage, OpKind::R);
-        if (op.kind == OpKind::BW && compute(op.stage, op.mb, OpKind::B) != kNone)
+        nd.dur = overhead + (c.b_ms + c.w_ms);
+        for_each_need<OpKind::BW>(op.stage, S, stage.recompute, wire);
+        if (compute(op.stage, op.mb, OpKind::B) != kNone)
           malformed(fmt::format("{}: the plan has both B and BW for it", name(id)));
         break;
       case OpKind::W:
-        dur += c.w_ms;
-        need(compute(op.stage, op.mb, OpKind::B), op.stage, OpKind::B);
+        nd.dur = overhead + c.w_ms;
+        for_each_need<OpKind::W>(op.stage, S, stage.recompute, wire);
         break;
       case OpKind::R:
-        dur += c.r_ms;
         if (!stage.recompute) malformed(fmt::format("{}: stage {} does not recompute", name(id), op.stage));
-        need(compute(op.stage, op.mb, OpKind::F), op.stage, OpKind::F);
+        nd.dur = overhead + c.r_ms;
+        for_each_need<OpKind::R>(op.stage, S, stage.recompute, wire);
         break;
       default:
         break;
     }
-    nd.dur = dur;
   }
 
   void wait(std::int32_t op, std::int32_t stream) {
@@ -485,6 +494,17 @@ struct Simulator::Run {
     r.fits_memory = true;
     r.max_peak_memory_bytes = 0;
     double busy_total = 0;
+    // The memory rules of plan/semantics.hpp per (stage, op kind), applied below in list order
+    // (= time order on one device's compute stream).
+    s.memory_change.resize(static_cast<std::size_t>(S) * kOpKinds);
+    for (int stage = 0; stage < S; ++stage) {
+      const ActivationSizes sizes = in.stages[static_cast<std::size_t>(stage)].activations();
+      const bool rc = plan.stages[static_cast<std::size_t>(stage)].recompute;
+      for (std::size_t k = 0; k < kOpKinds; ++k)
+        s.memory_change[static_cast<std::size_t>(stage) * kOpKinds + k] =
+            activation_change(static_cast<OpKind>(k), rc, sizes);
+    }
+    const std::int64_t* const change = s.memory_change.data();
     for (int d = 0; d < D; ++d) {
       DeviceMetrics& dm = r.devices[static_cast<std::size_t>(d)];
       dm.static_bytes = in.static_bytes.empty() ? 0 : in.static_bytes[static_cast<std::size_t>(d)];
@@ -509,33 +529,10 @@ struct Simulator::Run {
         }
         ++dm.compute_ops;
         dm.busy_ms += dur;
-        const StageCost& c = in.stages[static_cast<std::size_t>(op.stage)];
-        const bool rc = plan.stages[static_cast<std::size_t>(op.stage)].recompute;
-        const std::int64_t kept_input = rc ? c.in_bytes : 0;
-        switch (op.kind) {
-          case OpKind::F:
-            live += rc ? c.in_bytes : c.act_bytes;
-            peak = std::max(peak, live);
-            peak_mb = std::max(peak_mb, ++live_mb);
-            break;
-          case OpKind::R:
-            live += c.act_bytes;
-            peak = std::max(peak, live);
-            break;
-          case OpKind::B:
-            live -= c.act_bytes - c.wgrad_bytes + kept_input;
-            --live_mb;
-            break;
-          case OpKind::BW:
-            live -= c.act_bytes + kept_input;
-            --live_mb;
-            break;
-          case OpKind::W:
-            live -= c.wgrad_bytes;
-            break;
-          default:
-            break;
-        }
+        live += change[static_cast<std::size_t>(op.stage) * kOpKinds + static_cast<std::size_t>(op.kind)];
+        peak = std::max(peak, live);
+        live_mb += live_microbatch_change(op.kind);
+        peak_mb = std::max(peak_mb, live_mb);
         if (live_after) live_after->push_back(live);
       }
       dm.peak_activation_bytes = peak;

@@ -1,5 +1,5 @@
 #pragma once
-/// Discrete-event simulation of one training iteration of a plan (CONTRACTS.md, "Plan / schedule
+/// Discrete-event simulation of one training iteration of a plan (lib/plan/CONTRACTS.md, "Plan / schedule
 /// semantics"): per device one compute stream and one comm stream, each in list order; SEND/RECV
 /// rendezvous (k-th SEND a→b with the k-th RECV on b from a) that occupy both comm streams and
 /// the directed link a→b for latency + bytes/bandwidth; compute ops wait for their data

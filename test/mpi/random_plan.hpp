@@ -4,7 +4,7 @@
 // device gets at least one stage), random recompute flags, a random choice of fused BW or B + W
 // per (stage, micro-batch), and a random topological order of the whole op graph projected on
 // the devices — always a compute order that can run. lib/plan's lower() then inserts the
-// transfers. The dependencies are written out here from CONTRACTS.md, independently of lib/plan.
+// transfers. The dependencies are written out here from lib/plan/CONTRACTS.md, independently of lib/plan.
 
 #include <algorithm>
 #include <cstdint>

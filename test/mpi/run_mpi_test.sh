@@ -65,6 +65,32 @@ print(f"report: iteration {m['iteration_time_ms']:.1f} ms, bubble {100*m['bubble
 EOF
 }
 
+
+# Training-job helpers (checkpoints, data, metrics): plans of 4 micro-batches of 1 x 32 tokens.
+small_plan() {  # small_plan SCHEDULE PP OUT [extra octoplan options]
+  local schedule=$1 pp=$2 out=$3
+  shift 3
+  microbatches=${microbatches:-4} baseline "$schedule" "$pp" "$out" --micro-batch 1 --seq 32 "$@"
+}
+# losses FILE: the loss of every step of an octorun --metrics file, one per line, exactly as written.
+losses() { python3 -c 'import json,sys; [print(repr(json.loads(l)["loss"])) for l in open(sys.argv[1]) if l.strip()]' "$1"; }
+# same_losses A B [REL]: the losses of metrics files A and B, step by step: identical (bitwise) or
+# within REL relative. Steps only in A are ignored (B continues A from a checkpoint).
+same_losses() {
+  python3 - "$1" "$2" "${3:-0}" <<'PY' || fail "losses differ: $1 vs $2"
+import json, sys
+def load(path):
+    return {r["step"]: r["loss"] for r in map(json.loads, filter(str.strip, open(path)))}
+a, b, rel = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
+assert b, "no steps in " + sys.argv[2]
+for step, loss in sorted(b.items()):
+    ref = a[step]
+    ok = loss == ref if rel == 0 else abs(loss - ref) <= rel * abs(ref)
+    assert ok, f"step {step}: {loss!r} vs {ref!r}"
+print(f"{len(b)} steps ({min(b)}..{max(b)}) match {'bit for bit' if rel == 0 else f'within {rel} relative'}")
+PY
+}
+
 case $case_name in
 cli)
   "$octorun" --help >"$dir/help.log" 2>&1 || fail "octorun --help needs no MPI and must exit 0"
@@ -184,6 +210,207 @@ killed-rank | throwing-rank)
   if [ $kind = throw ]; then
     grep -q "\[rank 1\] error at .* (op 3) (step 1" "$dir/out.log" || fail "the failing rank and op are not named"
   fi
+  echo "ok"
+  ;;
+resume-killed)
+  # 20 steps straight, or 10 + SIGKILL of rank 1 in step 12 + restart from step-00000010 + 10 more.
+  small_plan 1f1b 2 "$dir/plan.json"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 20 --metrics "$dir/straight.jsonl" >"$dir/straight.log" 2>&1 ||
+    { cat "$dir/straight.log"; fail "the straight run failed"; }
+  OCTO_EXEC_FAULT=kill:1:3:12 mpirun_n 2 -x OCTO_EXEC_FAULT "$octorun" "$dir/plan.json" --steps 20 \
+    --save "$dir/ckpt" --save-every 10 --metrics "$dir/resumed.jsonl" --timeout 20 >"$dir/killed.log" 2>&1 &&
+    fail "the job survived a SIGKILL of rank 1"
+  grep -q "^saved checkpoint .*step-00000010" "$dir/killed.log" || { cat "$dir/killed.log"; fail "no checkpoint at step 10"; }
+  grep -q "^step    12" "$dir/killed.log" && fail "step 12 completed although rank 1 was killed in it"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 20 --load "$dir/ckpt" --save "$dir/ckpt" \
+    --metrics "$dir/resumed.jsonl" >"$dir/resume.log" 2>&1 || { cat "$dir/resume.log"; fail "the restart failed"; }
+  cat "$dir/resume.log"
+  grep -q "resuming from .*step-00000010: step 10" "$dir/resume.log" || fail "did not resume from step 10"
+  [ "$(losses "$dir/resumed.jsonl" | wc -l)" -eq 20 ] || fail "the resumed metrics file does not hold steps 0..19 once each"
+  same_losses "$dir/straight.jsonl" "$dir/resumed.jsonl"
+  ;;
+resume-replan)
+  # Saved under PP 2 at step 10; continued under PP 4, DP 2 x PP 2 and another partition and
+  # placement (ZB-V: four stages in a V over the two devices): each gives the losses of continuing
+  # under PP 2 (global batch 4).
+  small_plan 1f1b 2 "$dir/pp2.json"
+  small_plan 1f1b 4 "$dir/pp4.json"
+  microbatches=2 small_plan 1f1b 2 "$dir/dp2.json" --dp 2
+  small_plan zb-v 2 "$dir/zbv.json"
+  python3 - "$dir/pp2.json" "$dir/zbv.json" <<'PY' || fail "the ZB-V plan has the same partition"
+import json, sys
+a, b = (json.load(open(p))["stages"] for p in sys.argv[1:])
+assert [s["layers"] for s in a] != [s["layers"] for s in b], (a, b)
+print("partitions", [s["layers"] for s in a], "and", [s["layers"] for s in b])
+PY
+  mpirun_n 2 "$octorun" "$dir/pp2.json" --steps 20 --save "$dir/ckpt" --save-every 10 --metrics "$dir/pp2.jsonl" \
+    >"$dir/pp2.log" 2>&1 || { cat "$dir/pp2.log"; fail "the PP 2 run failed"; }
+  for p in pp4:4 dp2:4 zbv:2; do
+    name=${p%:*} np=${p#*:}
+    mpirun_n "$np" "$octorun" "$dir/$name.json" --steps 20 --load "$dir/ckpt/step-00000010" \
+      --metrics "$dir/$name.jsonl" >"$dir/$name.log" 2>&1 || { cat "$dir/$name.log"; fail "loading under $name failed"; }
+    grep -q "re-planned: continuing under" "$dir/$name.log" || { cat "$dir/$name.log"; fail "$name: no re-plan notice"; }
+    echo "$name:"
+    same_losses "$dir/pp2.jsonl" "$dir/$name.jsonl" 1e-5
+  done
+  ;;
+save-interrupted)
+  # Rank 1 dies in the middle of the save after step 9: step-00000005 stays loadable.
+  small_plan 1f1b 2 "$dir/plan.json"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 10 --metrics "$dir/straight.jsonl" >/dev/null 2>&1 || fail "straight run"
+  OCTO_EXEC_FAULT=kill:1:save:9 mpirun_n 2 -x OCTO_EXEC_FAULT "$octorun" "$dir/plan.json" --steps 10 \
+    --save "$dir/ckpt" --save-every 5 --timeout 20 >"$dir/killed.log" 2>&1 && fail "the job survived"
+  cat "$dir/killed.log" | grep -v "^ *$" | head -20
+  [ -f "$dir/ckpt/step-00000005/manifest.json" ] || fail "step-00000005 is missing"
+  [ -e "$dir/ckpt/step-00000010" ] && fail "the interrupted checkpoint step-00000010 appeared"
+  ls -a "$dir/ckpt"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 10 --load "$dir/ckpt" --save "$dir/ckpt" \
+    --metrics "$dir/resumed.jsonl" >"$dir/resume.log" 2>&1 || { cat "$dir/resume.log"; fail "the restart failed"; }
+  grep -q "resuming from .*step-00000005: step 5" "$dir/resume.log" || { cat "$dir/resume.log"; fail "did not resume from step 5"; }
+  ls -a "$dir/ckpt" | grep -q '^\.tmp-' && fail "the next save left the crashed save's temporary folder"
+  same_losses "$dir/straight.jsonl" "$dir/resumed.jsonl"
+  ;;
+checkpoint-errors)
+  small_plan 1f1b 2 "$dir/plan.json"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 2 --save "$dir/ckpt" >/dev/null 2>&1 || fail "saving failed"
+  ck=$dir/ckpt/step-00000002
+  expect_refused() {  # expect_refused WHAT PATTERN [octorun args]: exit 2, the message once
+    local what=$1 pattern=$2
+    shift 2
+    mpirun_n 2 "$octorun" "$@" --steps 3 --load "$dir/bad" >"$dir/out.log" 2>&1
+    local rc=$?
+    grep "octorun: error" "$dir/out.log"
+    [ $rc -ne 0 ] || fail "$what: loaded"
+    grep -q "$pattern" "$dir/out.log" || { cat "$dir/out.log"; fail "$what: no message matching '$pattern'"; }
+    [ "$(grep -c 'octorun: error' "$dir/out.log")" -eq 1 ] || fail "$what: the error must be printed once"
+    grep -q "^step " "$dir/out.log" && fail "$what: a step ran"
+    rm -rf "$dir/bad"
+  }
+  cp -r "$ck" "$dir/bad"
+  python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)//2]^=1; open(p,"wb").write(b)' \
+    "$dir/bad/layer-00007.safetensors"
+  expect_refused "a flipped byte" "bad/layer-00007.safetensors: CRC-32 .* the file is corrupted" "$dir/plan.json"
+  cp -r "$ck" "$dir/bad"
+  head -c 200 "$ck/manifest.json" >"$dir/bad/manifest.json"
+  expect_refused "a truncated manifest" "bad/manifest.json: not valid JSON" "$dir/plan.json"
+  cp -r "$ck" "$dir/bad"
+  sed 's/hidden: 64/hidden: 32/' "$model" >"$dir/other.yaml"
+  "$octoplan" baseline "$dir/other.yaml" --cluster "$cluster" --schedule 1f1b --pp 2 --microbatches 4 \
+    --micro-batch 1 --seq 32 -o "$dir/other.json" >/dev/null 2>&1 || fail "planning the other model failed"
+  expect_refused "another model" "model.hash: .* is a checkpoint of another model" "$dir/other.json"
+  echo "ok"
+  ;;
+token-formats)
+  # The corpus as text, as an indexed dataset from octorun tokenize, and as an llm.c shard written
+  # here by Python: the same token stream, so the same losses bit for bit.
+  "$octorun" tokenize "$data" -o "$dir/corpus" >"$dir/tok.log" 2>&1 || { cat "$dir/tok.log"; fail "tokenize failed"; }
+  cat "$dir/tok.log"
+  python3 - "$data" "$dir/corpus" "$dir/corpus.llmc.bin" <<'PY' || fail "the token files are wrong"
+import struct, sys
+text = open(sys.argv[1], "rb").read()
+prefix = sys.argv[2]
+idx = open(prefix + ".idx", "rb").read()
+# Megatron's MMIDIDX layout, read here independently of octorun.
+assert idx[:9] == b"MMIDIDX\x00\x00", idx[:9]
+version, code, seqs, docs = struct.unpack_from("<QBQQ", idx, 9)
+assert (version, code) == (1, 8), (version, code)  # uint16 tokens
+sizes = struct.unpack_from(f"<{seqs}i", idx, 34)
+pointers = struct.unpack_from(f"<{seqs}q", idx, 34 + 4 * seqs)
+doc_idx = struct.unpack_from(f"<{docs}q", idx, 34 + 12 * seqs)
+assert len(idx) == 34 + 12 * seqs + 8 * docs
+assert doc_idx[0] == 0 and doc_idx[-1] == seqs and docs == seqs + 1
+binary = open(prefix + ".bin", "rb").read()
+tokens = []
+for size, ptr in zip(sizes, pointers):
+    tokens += struct.unpack_from(f"<{size}H", binary, ptr)
+assert bytes(tokens) == text, "the dataset does not hold the text's bytes"
+print(f"indexed dataset: {seqs} documents, {len(tokens)} uint16 tokens = the text's bytes")
+# llm.c's shard: 256 int32 header (magic 20240520, version 1, count), then uint16 tokens.
+header = [20240520, 1, len(text)] + [0] * 253
+open(sys.argv[3], "wb").write(struct.pack("<256i", *header) + struct.pack(f"<{len(text)}H", *text))
+PY
+  small_plan 1f1b 2 "$dir/plan.json"
+  for d in text:"$data" megatron:"$dir/corpus" llmc:"$dir/corpus.llmc.bin"; do
+    name=${d%%:*} path=${d#*:}
+    mpirun_n 2 "$octorun" "$dir/plan.json" --steps 3 --data "$path" --metrics "$dir/$name.jsonl" >"$dir/$name.log" 2>&1 ||
+      { cat "$dir/$name.log"; fail "training on the $name file failed"; }
+    head -1 "$dir/$name.log"
+  done
+  grep -q "megatron indexed dataset" "$dir/megatron.log" || fail "the indexed dataset was not detected"
+  grep -q "llm.c token shard" "$dir/llmc.log" || fail "the llm.c shard was not detected"
+  same_losses "$dir/text.jsonl" "$dir/megatron.jsonl"
+  same_losses "$dir/text.jsonl" "$dir/llmc.jsonl"
+  # Token ids beyond the vocabulary (256) are refused at set-up, naming the file.
+  python3 -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<256i",20240520,1,100,*[0]*253)+struct.pack("<100H",*range(250,350)))' \
+    "$dir/big.bin"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --data "$dir/big.bin" >"$dir/big.log" 2>&1 && fail "ids beyond the vocabulary were accepted"
+  grep -q "big.bin: token id 256 at position 6 is outside the model's vocabulary of 256" "$dir/big.log" ||
+    { cat "$dir/big.log"; fail "no vocabulary message"; }
+  echo "ok"
+  ;;
+metrics-plot)
+  small_plan 1f1b 2 "$dir/plan.json"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 12 --val-split 0.1 --val-every 4 --lr-schedule cosine \
+    --warmup-steps 3 --min-lr 1e-4 --metrics "$dir/m.jsonl" >"$dir/run.log" 2>&1 || { cat "$dir/run.log"; fail "training failed"; }
+  python3 - "$dir/m.jsonl" <<'PY' || fail "the metrics file is wrong"
+import json, math, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["step"] for r in rows] == list(range(12))
+keys = {"step", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "iteration_ms", "bubble"}
+assert all(set(r) == keys for r in rows), rows[0].keys()
+assert [r["step"] for r in rows if r["val_loss"] is not None] == [3, 7, 11]
+# The schedule's closed form (lr 1e-3 as fp32, warm-up 3, cosine to 1e-4 at step 12).
+lr = 0.0010000000474974513
+for r in rows:
+    s = r["step"]
+    want = lr * (s + 1) / 3 if s < 3 else 1e-4 + (lr - 1e-4) * 0.5 * (1 + math.cos(math.pi * (s - 3) / 9))
+    assert abs(r["lr"] - want) <= 1e-9 * want, (s, r["lr"], want)
+assert all(r["grad_norm"] > 0 and r["tokens_per_s"] > 0 and 0 <= r["bubble"] < 1 for r in rows)
+print("metrics: 12 steps, validation at steps 3, 7, 11, learning rates on the closed form")
+PY
+  python3 "$src/scripts/plot-metrics" "$dir/m.jsonl" -o "$dir/m.svg" --width 800 --height 500 || fail "plot-metrics failed"
+  if ! command -v rsvg-convert >/dev/null; then
+    echo "SKIP: rsvg-convert (librsvg2-bin, installed by scripts/setup.sh) is missing: the SVG was written but not rendered"
+    exit 77
+  fi
+  rsvg-convert "$dir/m.svg" -o "$dir/m.png" || fail "rsvg-convert cannot render the SVG"
+  python3 - "$dir/m.png" <<'PY' || fail "the rendered plot is not an 800 x 500 PNG"
+import struct, sys
+png = open(sys.argv[1], "rb").read()
+assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR", png[:16]
+w, h = struct.unpack(">II", png[16:24])
+assert (w, h) == (800, 500), (w, h)
+print(f"plot: {len(png)} bytes of PNG, {w} x {h}")
+PY
+  printf '{"step": 0, "loss": 1}\nnot json\n' >"$dir/bad.jsonl"
+  python3 "$src/scripts/plot-metrics" "$dir/bad.jsonl" -o "$dir/bad.svg" 2>"$dir/bad.log" && fail "a bad metrics line was accepted"
+  grep -q "bad.jsonl:2" "$dir/bad.log" || fail "the bad line is not named"
+  [ -e "$dir/bad.svg" ] && fail "a plot was written from bad input"
+  echo "ok"
+  ;;
+resilient-run)
+  # The first launch loses rank 1 in step 7; scripts/resilient-run restarts from step-00000005.
+  small_plan 1f1b 2 "$dir/plan.json"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 10 --metrics "$dir/straight.jsonl" >/dev/null 2>&1 || fail "straight run"
+  cat >"$dir/launch.sh" <<LAUNCH
+#!/usr/bin/env bash
+fault=
+[ -e "$dir/faulted" ] || { touch "$dir/faulted"; fault=kill:1:3:7; }
+OCTO_EXEC_FAULT=\$fault exec mpirun --oversubscribe --bind-to none -np 2 -x OCTO_EXEC_FAULT "$octorun" "\$@"
+LAUNCH
+  chmod +x "$dir/launch.sh"
+  "$bin/resilient-run" --retries 2 -- "$dir/launch.sh" "$dir/plan.json" --steps 10 --save "$dir/ckpt" \
+    --save-every 5 --timeout 20 --metrics "$dir/m.jsonl" >"$dir/out.log" 2>&1
+  rc=$?
+  grep "resilient-run\|resuming" "$dir/out.log"
+  [ $rc -eq 0 ] || { cat "$dir/out.log"; fail "resilient-run exited with $rc"; }
+  grep -q "restarting (1 of 2 restarts)" "$dir/out.log" || fail "no restart"
+  grep -q "resuming from .*step-00000005: step 5" "$dir/out.log" || fail "the restart did not resume from step 5"
+  same_losses "$dir/straight.jsonl" "$dir/m.jsonl"
+  # A set-up error is not retried.
+  "$bin/resilient-run" --retries 2 -- mpirun --oversubscribe -np 2 "$octorun" "$dir/missing.json" --save "$dir/ck2" \
+    >"$dir/setup.log" 2>&1 && fail "a missing plan succeeded"
+  grep -q "set-up error .*not restarting" "$dir/setup.log" || { cat "$dir/setup.log"; fail "a set-up error was retried"; }
   echo "ok"
   ;;
 *)

@@ -365,6 +365,26 @@ else
   expect_job COMPLETED 0:0
   expect_json "$work/plans/tiny-hybrid.octorun.$job_id.report.json" 'isinstance(j, dict) and len(j) > 0'
   ok "octorun.sbatch (self-submitted, mpirun, cpu) ran the plan on 2 ranks"
+
+  # OCTO_RETRIES: the first attempt loses rank 1 in step 2 (a wrapper sets the fault while there
+  # is no checkpoint of step 2 yet); the restart resumes from that checkpoint and finishes.
+  wrap=$work/retry-bin
+  mkdir -p "$wrap"
+  cat >"$wrap/octorun" <<WRAP
+#!/usr/bin/env bash
+[[ -e "$work/ckpt/step-00000002/manifest.json" ]] || export OCTO_EXEC_FAULT=kill:1:3:2
+exec "$bin/octorun" "\$@"
+WRAP
+  chmod +x "$wrap/octorun"
+  ln -sf "$bin/resilient-run" "$wrap/resilient-run"
+  OCTO_BIN=$wrap OCTO_RETRIES=2 OCTO_BACKEND=cpu submit run-retry --ntasks=2 "$slurm_scripts/octorun.sbatch" "$plan" \
+    --steps 4 --save "$work/ckpt" --save-every 1 --timeout 30
+  ((job_rc == 0)) || fail "octorun job (OCTO_RETRIES=2): sbatch exit code $job_rc"
+  expect_job COMPLETED 0:0
+  expect_output "restarting (1 of 2 restarts)"
+  expect_output "step-00000002: step 2"
+  [[ -f "$work/ckpt/step-00000004/manifest.json" ]] || fail "the restarted job wrote no final checkpoint"
+  ok "octorun.sbatch with OCTO_RETRIES=2 restarted a job that lost a rank from its checkpoint of step 2"
 fi
 
 # --- 4. profiling ------------------------------------------------------------------------------------

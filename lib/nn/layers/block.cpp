@@ -32,7 +32,8 @@ class Block final : public Layer {
     for (std::size_t p = 0; p < kinds.size(); ++p) {
       const std::string prefix = kinds.size() == 1 ? fmt::format("{}.", to_string(kinds[p]))
                                                    : fmt::format("{}.{}.", p, to_string(kinds[p]));
-      norms_.push_back(params_.add(prefix + "norm", {hidden_}, Init::constant(1.0f), false));
+      // "input_norm": a sublayer may have a "norm" of its own (Mamba's gated norm).
+      norms_.push_back(params_.add(prefix + "input_norm", {hidden_}, Init::constant(1.0f), false));
       subs_.push_back(make_sublayer(kinds[p], model, device, params_, prefix));
     }
   }

@@ -9,9 +9,34 @@
 #include <thread>
 #include <vector>
 
+#include "cost/inputs.hpp"
 #include "exec/thread_comm.hpp"
+#include "plan/plan.hpp"
+#include "sched/baseline.hpp"
 
 namespace octo::exec::testing {
+
+inline const std::string kTinyModel = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
+inline const std::string kCpuCluster = std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/cpu-local.yaml";
+
+/// A baseline plan of `model` (tiny-hybrid by default) with short sequences, so a step takes
+/// milliseconds: `microbatches` micro-batches of one sequence of 16 tokens.
+inline Plan baseline(const std::string& schedule, int pp, int dp = 1, int microbatches = 4,
+                     PartitionKind partition = PartitionKind::Uniform,
+                     const std::string& model = kTinyModel) {
+  InputOptions in;
+  in.model_path = model;
+  in.cluster_path = kCpuCluster;
+  in.pp = pp;
+  in.dp = dp;
+  in.microbatches = microbatches;
+  in.micro_batch = 1;
+  in.seq = 16;
+  BaselineOptions bo;
+  bo.schedule = schedule;
+  bo.partition = partition;
+  return build_baseline(load_inputs(in), bo);
+}
 
 /// Runs fn(comm of rank r) on one thread per rank of `world`; returns each rank's error message
 /// (empty when it returned normally). A rank that throws aborts the world, as octorun's main()

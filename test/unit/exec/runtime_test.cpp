@@ -25,34 +25,17 @@
 
 using namespace octo;
 using namespace octo::exec;
+using octo::exec::testing::baseline;
 using octo::exec::testing::joined_errors;
 using octo::exec::testing::run_ranks;
 using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kModel = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
-const std::string kCluster = std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/cpu-local.yaml";
-
-const nn::TextData& corpus() {
-  static const nn::TextData data =
-      nn::TextData::load(std::string(OCTO_SOURCE_DIR) + "/profiles/data/tiny-corpus.txt");
+const nn::TokenData& corpus() {
+  static const nn::TokenData data =
+      nn::TokenData::load(std::string(OCTO_SOURCE_DIR) + "/profiles/data/tiny-corpus.txt");
   return data;
-}
-
-/// A baseline plan for tiny-hybrid, short sequences so a step takes milliseconds.
-Plan baseline(const std::string& schedule, int pp, int dp = 1, int microbatches = 4) {
-  InputOptions in;
-  in.model_path = kModel;
-  in.cluster_path = kCluster;
-  in.pp = pp;
-  in.dp = dp;
-  in.microbatches = microbatches;
-  in.micro_batch = 1;
-  in.seq = 16;
-  BaselineOptions bo;
-  bo.schedule = schedule;
-  return build_baseline(load_inputs(in), bo);
 }
 
 struct RankOutcome {
@@ -144,8 +127,8 @@ TEST_CASE("runtime: DP 2 x PP 2 on 4 ranks reproduces the sequential gradients o
 
 TEST_CASE("runtime: random partitions, placements and op orders reproduce the sequential gradients",
           "[exec][runtime][property]") {
-  const ModelSpec model = load_model(kModel);
-  const std::string yaml = read_file(kModel);
+  const ModelSpec model = load_model(testing::kTinyModel);
+  const std::string yaml = read_file(testing::kTinyModel);
   std::mt19937 rng(20251130);
   for (int i = 0; i < 12; ++i) {
     octo::exec::testing::RandomPlanOptions o;

@@ -7,8 +7,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include "spec/kinds/latent_moe.hpp"
 #include "spec/kinds/mamba.hpp"
 #include "spec/kinds/mlp.hpp"
 #include "spec/kinds/moe.hpp"
@@ -145,6 +148,34 @@ TEST_CASE("import-hf: Nemotron-3-Nano, an MoE hybrid with a shared expert") {
   CHECK(r.model.sections.find<octo::MoeSpec>()->shared_ffn == 3712);
   CHECK(!r.model.sections.find<octo::MlpSpec>());  // no '-' in the pattern: no MLP section although
                                                    // intermediate_size is given
+}
+
+TEST_CASE("import-hf: moe_latent_size makes the MoE layers latent MoE; null keeps plain MoE") {
+  const std::string dir = std::string(OCTO_SOURCE_DIR) + "/profiles/hf/";
+  const octo::HfImport super = octo::load_hf_config(dir + "nemotron-3-super.config.json");
+  const octo::ModelSpec& m = super.model;
+  REQUIRE(m.layers.size() == 90);  // 88 blocks, the embedding and the LM head
+  int latent = 0;
+  for (const octo::LayerSpec& l : m.layers) latent += l.parts.back() == octo::BlockKind::LatentMoe;
+  CHECK(latent == 40);
+  REQUIRE(m.sections.find<octo::LatentMoeSpec>());
+  CHECK(m.sections.find<octo::LatentMoeSpec>()->latent_size == 1024);
+  CHECK(m.sections.find<octo::LatentMoeSpec>()->moe.experts == 512);
+  CHECK(!m.sections.find<octo::MoeSpec>());
+  CHECK(contains(super.yaml, "latent_moe:"));
+  // Reading the imported YAML back gives the same model (latent_size written out).
+  CHECK(octo::total_params(octo::parse_model(super.yaml, "super.yaml")) == octo::total_params(m));
+
+  std::ifstream in(dir + "nemotron-3-nano.config.json");
+  std::string nano((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string with_null = nano;
+  with_null.replace(with_null.find("\"n_group\""), 0, "\"moe_latent_size\": null,\n  ");
+  const octo::HfImport plain = octo::import_hf_config(with_null, "nano.json");
+  CHECK(plain.model.sections.find<octo::MoeSpec>());
+  CHECK(!plain.model.sections.find<octo::LatentMoeSpec>());
+  std::string too_wide = nano;
+  too_wide.replace(too_wide.find("\"n_group\""), 0, "\"moe_latent_size\": 4096,\n  ");
+  CHECK(contains(error_of(too_wide), "moe_latent_size: 4096 is wider than hidden_size 2688"));
 }
 
 TEST_CASE("import-hf: Jamba from its attention and expert periods") {
@@ -305,6 +336,6 @@ TEST_CASE("import-hf: every shipped config imports, and those of zoo models give
       check_same_model(r.model, zoo(name));
     ++n;
   }
-  CHECK(n == 6);
+  CHECK(n == 7);
   CHECK(octo::hf_architectures().size() == 9);
 }

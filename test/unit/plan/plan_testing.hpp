@@ -1,6 +1,6 @@
 #pragma once
 // Plan builders for the plan tests. Dependencies are written out here independently of
-// lib/plan/index.cpp, from the rules in CONTRACTS.md.
+// lib/plan/index.cpp, from the rules in lib/plan/CONTRACTS.md.
 
 #include <algorithm>
 #include <cstdint>

@@ -39,7 +39,7 @@ Plan random_plan(std::mt19937& rng) {
   Plan plan =
       make_plan(D, M, devices_of, std::vector<std::vector<Op>>(static_cast<std::size_t>(D)), recompute);
 
-  // Ops and their dependencies (CONTRACTS.md), written out here.
+  // Ops and their dependencies (lib/plan/CONTRACTS.md), written out here.
   std::vector<Op> ops;
   std::map<std::tuple<int, int, int>, int> id;  // (kind, stage, mb)
   auto add = [&](OpKind k, int s, int m) {
@@ -131,7 +131,7 @@ SimInput random_input(const Plan& plan, std::mt19937& rng) {
 }
 
 /// The reference: sweep all devices until nothing changes; the head op of a stream runs once
-/// what it waits for (per CONTRACTS.md) has run. Returns end times per [device][index], or
+/// what it waits for (per lib/plan/CONTRACTS.md) has run. Returns end times per [device][index], or
 /// empty when the plan cannot progress.
 std::vector<std::vector<double>> reference(const Plan& plan, const SimInput& in) {
   const int D = plan.devices, S = static_cast<int>(plan.stages.size());

@@ -1,5 +1,5 @@
 // Simulator semantics on hand-built plans; every expected value is worked out by hand in the
-// comments (CONTRACTS.md "Plan / schedule semantics").
+// comments (lib/plan/CONTRACTS.md "Plan / schedule semantics").
 
 #include "sim/simulator.hpp"
 

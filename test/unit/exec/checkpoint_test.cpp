@@ -1,0 +1,330 @@
+// Checkpoints on thread ranks over tiny-hybrid: resume is bitwise, a checkpoint loads under other
+// plans of the model with the same continued losses, bad checkpoints are refused naming the file
+// and the field, an interrupted save leaves the previous checkpoint loadable, --keep prunes.
+
+#include "exec/checkpoint.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/checksum.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "exec/layer_file.hpp"
+#include "exec/training_loop.hpp"
+#include "exec_testing.hpp"
+#include "nn/cpu_device.hpp"
+
+using namespace octo;
+using namespace octo::exec;
+using octo::exec::testing::baseline;
+using octo::exec::testing::joined_errors;
+using octo::exec::testing::run_ranks;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+const nn::TokenData& corpus() {
+  static const nn::TokenData data =
+      nn::TokenData::load(std::string(OCTO_SOURCE_DIR) + "/profiles/data/tiny-corpus.txt");
+  return data;
+}
+
+/// A fresh folder under the build tree's temporary space, removed by the destructor.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::temp_directory_path() / fmt::format("octo-ckpt-{}-{}", name, ::getpid());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  [[nodiscard]] std::string str(const std::string& sub = {}) const { return (path / sub).string(); }
+};
+
+constexpr const char* kElsewhere = "resume failed on another rank";
+
+struct Run {
+  std::vector<double> losses;  ///< per step run, from replica 0's LM head
+  std::string error;
+};
+
+/// Trains `plan` on thread ranks through the TrainingLoop from its first step (0, or the loaded
+/// checkpoint's) to `steps`, as octorun does.
+Run train(const ExecPlan& plan, LoopOptions loop, int steps, float lr = 3e-3f) {
+  const int n = plan.world_size();
+  ThreadWorld world(n);
+  std::vector<std::unique_ptr<nn::Device>> devices;
+  for (int r = 0; r < n; ++r) devices.push_back(std::make_unique<nn::CpuDevice>(1));
+  Run run;
+  const LoopOptions resolved = resolve_loop_options(loop, lr, steps);
+  const auto errors = run_ranks(world, [&](Comm& c) {
+    c.set_timeout(30s);
+    nn::Device& device = *devices[static_cast<std::size_t>(c.rank())];
+    RuntimeOptions ro;
+    ro.optimizer.lr = lr;
+    Runtime rt(plan, c, device, corpus(), ro);
+    TrainingLoop tl(rt, c, device, resolved,
+                    {.plan_path = plan.source, .steps = steps, .seed = 1, .train = &corpus()});
+    const TrainingLoop::Resumed r = tl.resume();
+    if (r.failed) throw Error(r.error.empty() ? std::string(kElsewhere) : r.error);
+    const bool holder = rt.owns_lm_head() && rt.replica() == 0;
+    for (std::int64_t s = tl.first_step(); s < steps; ++s) {
+      const StepStats st = rt.step(s, tl.next_sample());
+      const StepUpdate u = tl.update(s);
+      (void)tl.finish(s, st, u, 1.0);
+      if (holder) run.losses.push_back(st.loss);
+    }
+  });
+  // The failing rank's message, not the others' "failed elsewhere" (nor their aborts).
+  for (const std::string& e : errors)
+    if (!e.empty() && e != kElsewhere && run.error.empty()) run.error = e;
+  for (const std::string& e : errors)
+    if (!e.empty() && run.error.empty()) run.error = e;
+  return run;
+}
+
+ExecPlan plan_of(const Plan& p, const std::string& name) { return prepare_plan(p, name, p.devices * p.dp); }
+
+/// Saves a checkpoint of `plan` after `steps` steps into `dir`.
+void save_after(const ExecPlan& plan, const std::string& dir, int steps) {
+  LoopOptions o;
+  o.save_dir = dir;
+  const Run r = train(plan, o, steps);
+  REQUIRE(r.error.empty());
+}
+
+std::string flip_byte(const std::string& path, std::size_t at) {
+  std::string bytes = read_file(path);
+  bytes[at % bytes.size()] ^= 0x10;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: train 6 steps, or 3 + save + load + 3 more: the same losses bit for bit",
+          "[exec][checkpoint]") {
+  const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
+  const Run straight = train(plan, {}, 6);
+  REQUIRE(straight.error.empty());
+  REQUIRE(straight.losses.size() == 6);
+
+  TempDir dir("resume");
+  LoopOptions first;
+  first.save_dir = dir.str();
+  const Run a = train(plan, first, 3);
+  REQUIRE(a.error.empty());
+  REQUIRE(fs::is_regular_file(dir.path / "step-00000003" / "manifest.json"));
+  LoopOptions second;
+  second.load_path = dir.str();  // the parent: its latest checkpoint
+  const Run b = train(plan, second, 6);
+  INFO(b.error);
+  REQUIRE(b.error.empty());
+  REQUIRE(b.losses.size() == 3);
+  for (int s = 0; s < 3; ++s)
+    CHECK(a.losses[static_cast<std::size_t>(s)] == straight.losses[static_cast<std::size_t>(s)]);
+  for (int s = 0; s < 3; ++s)
+    CHECK(b.losses[static_cast<std::size_t>(s)] == straight.losses[static_cast<std::size_t>(s + 3)]);
+  // The model learns over these steps, so equal losses are not a model that ignores its weights.
+  CHECK(straight.losses.back() < straight.losses.front());
+}
+
+TEST_CASE(
+    "checkpoint: saved under PP 2, it loads under PP 4, DP 2 and another partition with the same losses",
+    "[exec][checkpoint]") {
+  // The global batch stays 4 sequences: DP 2 runs 2 micro-batches per replica.
+  const ExecPlan pp2 = plan_of(baseline("1f1b", 2, 1, 4), "pp2");
+  const Run straight = train(pp2, {}, 5);
+  REQUIRE(straight.error.empty());
+  TempDir dir("replan");
+  save_after(pp2, dir.str(), 2);
+
+  const ExecPlan pp4 = plan_of(baseline("1f1b", 4, 1, 4), "pp4");
+  const ExecPlan dp2 = plan_of(baseline("1f1b", 2, 2, 2), "dp2");
+  // ZB-V: four stages in a V over the two devices, split B/W: another partition and placement.
+  const ExecPlan other = plan_of(baseline("zb-v", 2, 1, 4), "zb-v");
+  REQUIRE(other.plan.stages.size() != pp2.plan.stages.size());  // really another partition
+  for (const ExecPlan* p : {&pp4, &dp2, &other}) {
+    LoopOptions o;
+    o.load_path = dir.str();
+    const Run r = train(*p, o, 5);
+    INFO(p->source << ": " << r.error);
+    REQUIRE(r.error.empty());
+    REQUIRE(r.losses.size() == 3);
+    for (std::size_t s = 0; s < 3; ++s) {
+      INFO("step " << s + 2 << ": " << r.losses[s] << " vs " << straight.losses[s + 2]);
+      CHECK(std::abs(r.losses[s] - straight.losses[s + 2]) <= 1e-5 * std::abs(straight.losses[s + 2]));
+    }
+  }
+}
+
+TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and another model are refused",
+          "[exec][checkpoint]") {
+  const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
+  TempDir dir("bad");
+  save_after(plan, dir.str(), 1);
+  const fs::path ckpt = dir.path / "step-00000001";
+  LoopOptions load;
+  load.load_path = ckpt.string();
+
+  SECTION("a flipped byte in a layer file") {
+    const std::string file = flip_byte((ckpt / "layer-00003.safetensors").string(), 5000);
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error, Catch::Contains(file) && Catch::Contains("CRC-32") && Catch::Contains("corrupted"));
+  }
+  SECTION("a truncated manifest") {
+    const std::string manifest = read_file((ckpt / "manifest.json").string());
+    std::ofstream(ckpt / "manifest.json", std::ios::trunc) << manifest.substr(0, manifest.size() / 2);
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error, Catch::Contains("manifest.json") && Catch::Contains("not valid JSON"));
+  }
+  SECTION("a manifest with a field removed names the field") {
+    std::string manifest = read_file((ckpt / "manifest.json").string());
+    auto j = nlohmann::json::parse(manifest);
+    j["data"].erase("next_sample");
+    std::ofstream(ckpt / "manifest.json", std::ios::trunc) << j.dump(2);
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error, Catch::Contains("manifest.json: data.next_sample: missing"));
+  }
+  SECTION("a truncated layer file") {
+    const fs::path file = ckpt / "layer-00000.safetensors";
+    const std::string bytes = read_file(file.string());
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 4);
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error, Catch::Contains(file.string()) && Catch::Contains("truncated"));
+  }
+  SECTION("a missing layer file") {
+    fs::remove(ckpt / "layer-00009.safetensors");
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error, Catch::Contains("layer-00009.safetensors"));
+  }
+  SECTION("a checkpoint of another model (hidden 32 instead of 64)") {
+    std::string yaml = read_file(testing::kTinyModel);
+    const std::size_t at = yaml.find("hidden: 64");
+    REQUIRE(at != std::string::npos);
+    yaml.replace(at, 10, "hidden: 32");
+    const std::string other_model = dir.str("other.yaml");
+    write_file_atomic(other_model, yaml);
+    const ExecPlan other = plan_of(baseline("1f1b", 2, 1, 4, PartitionKind::Uniform, other_model), "other");
+    const Run r = train(other, load, 2);
+    CHECK_THAT(r.error, Catch::Contains("model.hash") && Catch::Contains("another model") &&
+                            Catch::Contains("hidden=64") && Catch::Contains("hidden=32"));
+  }
+  SECTION("nothing to load") {
+    LoopOptions empty;
+    empty.load_path = dir.str("nothing");
+    fs::create_directories(dir.path / "nothing");
+    const Run r = train(plan, empty, 2);
+    CHECK_THAT(r.error, Catch::Contains("no checkpoint here"));
+  }
+}
+
+TEST_CASE("checkpoint: a save cut short leaves the previous checkpoint loadable, the next save cleans up",
+          "[exec][checkpoint]") {
+  const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
+  TempDir dir("interrupted");
+  save_after(plan, dir.str(), 2);
+  // What a crash in the save after step 4 leaves: the temporary folder with some layer files.
+  fs::create_directories(dir.path / ".tmp-step-00000004");
+  fs::copy_file(dir.path / "step-00000002" / "layer-00000.safetensors",
+                dir.path / ".tmp-step-00000004" / "layer-00000.safetensors");
+  CHECK(resolve_checkpoint(dir.str()) == dir.str("step-00000002"));
+  LoopOptions o;
+  o.load_path = dir.str();
+  o.save_dir = dir.str();
+  const Run r = train(plan, o, 4);
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  CHECK(r.losses.size() == 2);
+  CHECK_FALSE(fs::exists(dir.path / ".tmp-step-00000004"));
+  CHECK(resolve_checkpoint(dir.str()) == dir.str("step-00000004"));
+  CHECK(list_checkpoints(dir.str()).size() == 2);
+}
+
+TEST_CASE("checkpoint: --keep 2 keeps the two newest, --save-every saves on schedule", "[exec][checkpoint]") {
+  const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
+  TempDir dir("keep");
+  LoopOptions o;
+  o.save_dir = dir.str();
+  o.save_every = 2;
+  o.keep = 2;
+  REQUIRE(train(plan, o, 7).error.empty());  // saves after steps 2, 4, 6 and the last (7)
+  const auto left = list_checkpoints(dir.str());
+  REQUIRE(left.size() == 2);
+  CHECK(fs::path(left[0]).filename() == "step-00000006");
+  CHECK(fs::path(left[1]).filename() == "step-00000007");
+  CHECK(read_file(dir.str("latest")) == "step-00000007\n");
+}
+
+TEST_CASE("checkpoint: the manifest records what resuming needs, and the files check against it",
+          "[exec][checkpoint]") {
+  const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
+  TempDir dir("manifest");
+  save_after(plan, dir.str(), 3);
+  const std::string ckpt = dir.str("step-00000003");
+  const CheckpointManifest m = read_manifest(ckpt);
+  CHECK(m.step == 3);
+  CHECK(m.next_sample == 3 * 4);  // 4 sequences per step
+  CHECK(m.optimizer_steps == 3);
+  CHECK(m.layers == plan.model.layers.size());
+  CHECK(m.plan["devices"] == 2);
+  CHECK(m.lr_schedule["last_lr"].get<double>() == Approx(3e-3));
+  REQUIRE(m.files.size() == m.layers);
+  for (const auto& f : m.files) {
+    const std::string bytes = read_file((fs::path(ckpt) / f.file).string());
+    CHECK(bytes.size() == f.bytes);
+    CHECK(crc32(bytes) == f.crc32);
+    const DecodedLayerFile d = decode_layer_file(bytes, f.file);
+    CHECK(d.layer.index == f.layer);
+    CHECK(d.metadata.at("model_hash") == hex64(m.model.hash));
+    // Each parameter with its two moments; the moments of a trained layer are not all zero.
+    REQUIRE(d.layer.tensors.size() % 3 == 0);
+    bool moved = false;
+    for (const CanonicalTensor& t : d.layer.tensors)
+      if (t.name.ends_with(".exp_avg_sq"))
+        for (float v : t.values) moved |= v > 0;
+    CHECK(moved);
+  }
+}
+
+TEST_CASE("layer file: a safetensors round trip, and malformed headers named", "[exec][checkpoint]") {
+  CanonicalLayer layer;
+  layer.index = 7;
+  layer.label = "M";
+  layer.tensors.push_back({"a", {2, 3}, {1, 2, 3, 4, 5, 6}});
+  layer.tensors.push_back({"a.exp_avg", {2, 3}, {0.5f, 0, 0, 0, 0, -1}});
+  layer.tensors.push_back({"b", {}, {42}});
+  const std::string bytes = encode_layer_file(layer, {{"format", "octopipe-layer"}});
+  // The layout by hand: an 8-byte length, a JSON header padded to 8 bytes, 13 floats of data.
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  CHECK(n % 8 == 0);
+  CHECK(bytes.size() == 8 + n + 13 * 4);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  CHECK(header["a"]["dtype"] == "F32");
+  CHECK(header["b"]["shape"] == nlohmann::json::array());
+  const DecodedLayerFile d = decode_layer_file(bytes, "x.safetensors");
+  CHECK(d.layer.index == 7);
+  CHECK(d.layer.label == "M");
+  REQUIRE(d.layer.tensors.size() == 3);
+  for (const CanonicalTensor& t : layer.tensors) {
+    const auto it = std::find_if(d.layer.tensors.begin(), d.layer.tensors.end(),
+                                 [&](const CanonicalTensor& u) { return u.name == t.name; });
+    REQUIRE(it != d.layer.tensors.end());
+    CHECK(it->shape == t.shape);
+    CHECK(it->values == t.values);
+  }
+  CHECK_THROWS_WITH(decode_layer_file(bytes.substr(0, bytes.size() - 1), "x.safetensors"),
+                    Catch::Contains("x.safetensors") && Catch::Contains("data_offsets"));
+  CHECK_THROWS_WITH(decode_layer_file(bytes.substr(0, 6), "x.safetensors"), Catch::Contains("truncated"));
+  std::string bad = bytes;
+  bad[8] = '[';  // the header is no longer an object
+  CHECK_THROWS_WITH(decode_layer_file(bad, "x.safetensors"), Catch::Contains("x.safetensors: header"));
+}
