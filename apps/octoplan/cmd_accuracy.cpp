@@ -10,8 +10,11 @@
 #include "command.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/json_reader.hpp"
 #include "plan/plan_io.hpp"
+#include "plan/run_report.hpp"
 #include "sim/accuracy.hpp"
+#include "sim/check.hpp"
 
 namespace octoplan {
 namespace {
@@ -22,30 +25,17 @@ struct AccuracyArgs {
   std::string report;
 };
 
-nlohmann::json read_json(const std::string& path) {
-  const std::string text = octo::read_file(path);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // byte is 1-based; turn it into line:column for the message.
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    throw octo::InputError(octo::SourceLocation{path, static_cast<int>(line), static_cast<int>(col)}, "",
-                           "not valid JSON", "an octorun run report (octorun PLAN --report R)");
-  }
-}
-
 int run(const AccuracyArgs& a) {
-  const octo::Plan plan = octo::load_plan(a.plan);
-  const nlohmann::json run_report = read_json(a.run_report);
-  const octo::AccuracyComparison c = octo::compare_run(plan, run_report, a.plan, a.run_report);
+  octo::check_output_path(a.report, "--report");
+  // The plan passes the one check of a plan (as octorun checked it before running it).
+  octo::CheckOptions check;
+  check.require_fit = false;
+  check.executor = false;
+  const octo::CheckedPlan checked = octo::load_checked_plan(a.plan, check);
+  const octo::RunReport run_report =
+      octo::run_report_from_json(octo::parse_json(octo::read_file(a.run_report), a.run_report), a.run_report);
+  const octo::AccuracyComparison c = octo::compare_run(checked.plan, *checked.check.input, *checked.check.sim,
+                                                       run_report, a.plan, a.run_report);
   fmt::print("{}", octo::accuracy_table(c));
   write_report(a.report, octo::accuracy_json(c));
   return 0;
@@ -57,10 +47,8 @@ Runner setup(CLI::App& app) {
       "accuracy",
       "Compare a plan's prediction (iteration time, busy time per device, bubble, peak memory) with "
       "what `octorun PLAN --report R` measured, with the error of each");
-  cmd->add_option("plan", args.plan, "Plan file (JSON) that was run")->required()->check(CLI::ExistingFile);
-  cmd->add_option("run-report", args.run_report, "The run's report (octorun PLAN --report R)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  cmd->add_option("plan", args.plan, "Plan file (JSON) that was run")->required();
+  cmd->add_option("run-report", args.run_report, "The run's report (octorun PLAN --report R)")->required();
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

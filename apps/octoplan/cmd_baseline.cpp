@@ -6,20 +6,23 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/units.hpp"
 #include "plan/plan_io.hpp"
+#include "plan/prediction.hpp"
 #include "sched/baseline.hpp"
 #include "sched/partition.hpp"
 #include "sched/schedule.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
+#include "tune/fit.hpp"
 
 namespace octoplan {
 namespace {
@@ -32,10 +35,8 @@ struct BaselineArgs {
   std::string output;
   std::string trace;
   std::string report;
+  bool allow_oversubscribed = false;
 };
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 
 /// "embedding M-M-M-M*" / "M-M*- head": the stage's layers by their labels, shortened.
 std::string stage_layers(const octo::ModelSpec& model, const octo::Stage& st) {
@@ -68,7 +69,15 @@ int run(const BaselineArgs& a) {
   octo::check_output_path(a.report, "--report");
 
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
-  const octo::Plan plan = octo::build_baseline(inputs, options);
+  octo::Plan plan = octo::build_baseline(inputs, options);
+  const octo::Prediction& pred = *plan.predicted;
+  // A plan that does not fit is refused with what would fit, unless the user accepts it.
+  if (!pred.fits_memory) {
+    if (!a.allow_oversubscribed)
+      throw octo::Error(octo::advise_fit(inputs, plan, !a.inputs.costs_path.empty()).message(),
+                        octo::ErrorKind::DoesNotFit);
+    plan.allow_oversubscribed_memory = true;
+  }
 
   // Everything that can fail happens before the first file is written.
   std::string trace_text;
@@ -78,7 +87,6 @@ int run(const BaselineArgs& a) {
     const octo::SimResult timed = octo::simulate(plan, octo::make_sim_input(plan, inputs), so);
     trace_text = octo::trace_json(octo::sim_timeline(plan, timed)).dump() + "\n";
   }
-  const nlohmann::json& pred = plan.predicted;
   const int v = static_cast<int>(plan.stages.size()) / plan.devices;
   const octo::CostProfile& costs = inputs.costs;
 
@@ -108,23 +116,23 @@ int run(const BaselineArgs& a) {
                       {"recompute", st.recompute}});
   }
 
-  const double iteration = pred.at("iteration_time_ms").get<double>();
-  fmt::print("\niteration time  {:.3f} ms\n", iteration);
-  fmt::print("bubble          {:.2f} %\n", 100.0 * pred.at("bubble_ratio").get<double>());
-  fmt::print("throughput      {:.0f} tokens/s\n", pred.at("tokens_per_s").get<double>());
+  fmt::print("\niteration time  {:.3f} ms\n", pred.iteration_time_ms);
+  fmt::print("bubble          {:.2f} %\n", 100.0 * pred.bubble_ratio);
+  fmt::print("throughput      {:.0f} tokens/s\n", pred.tokens_per_s);
   fmt::print("\n{:>6}  {:>9}  {:>9}  {:>11}  {:>11}  {:>9}  {:>5}\n", "device", "busy ms", "idle ms",
-             "memory GiB", "limit GiB", "live mbs", "fits");
-  for (const auto& d : pred.at("devices")) {
-    const double peak = d.at("peak_memory_bytes").get<double>();
-    const double limit = d.at("memory_limit_bytes").get<double>();
-    fmt::print("{:>6}  {:>9.3f}  {:>9.3f}  {:>11.2f}  {:>11.2f}  {:>9}  {:>5}\n", d.at("device").get<int>(),
-               d.at("busy_ms").get<double>(), d.at("idle_ms").get<double>(), peak / kGiB, limit / kGiB,
-               d.at("peak_live_microbatches").get<int>(), limit <= 0 || peak <= limit ? "yes" : "NO");
+             "memory GiB", "limit GiB", "live acts", "fits");
+  for (const octo::DevicePrediction& d : pred.devices) {
+    const auto peak = static_cast<double>(d.peak_memory_bytes),
+               limit = static_cast<double>(d.memory_limit_bytes);
+    fmt::print("{:>6}  {:>9.3f}  {:>9.3f}  {:>11.2f}  {:>11.2f}  {:>9}  {:>5}\n", d.device, d.busy_ms,
+               d.idle_ms, octo::to_gib(peak), octo::to_gib(limit), d.peak_live_microbatches,
+               limit <= 0 || peak <= limit ? "yes" : "NO");
   }
-  if (!pred.at("fits_memory").get<bool>())
+  fmt::print("(live acts: most (stage, micro-batch) activation sets a device holds at once)\n");
+  if (plan.allow_oversubscribed_memory)
     fmt::print(
-        "\nwarning: the plan does not fit the device memory (try --partition balanced, a larger --pp, "
-        "recompute: full in the model's training settings, or --memory-limit-gib)\n");
+        "\nwarning: the plan does not fit the device memory; written anyway and marked "
+        "(--allow-oversubscribed-memory)\n");
 
   octo::save_plan(plan, a.output);
   fmt::print("\nwrote {}\n", a.output);
@@ -133,7 +141,7 @@ int run(const BaselineArgs& a) {
     fmt::print("wrote {} (open in ui.perfetto.dev)\n", a.trace);
   }
 
-  nlohmann::json report = pred;
+  nlohmann::json report = octo::to_json(pred);
   report["command"] = "baseline";
   report["method"] = plan.method;
   report["model"] = inputs.model.name;
@@ -144,6 +152,7 @@ int run(const BaselineArgs& a) {
   report["microbatches"] = plan.microbatches;
   report["stages"] = std::move(stages);
   report["output"] = a.output;
+  report["allow_oversubscribed_memory"] = plan.allow_oversubscribed_memory;
   write_report(a.report, report);
   return 0;
 }
@@ -157,7 +166,7 @@ Runner setup(CLI::App& app) {
   cmd->add_option("--schedule", args.schedule, "Schedule: " + octo::schedule_names())->required();
   cmd->add_option("--chunks", args.chunks,
                   "Stages per device (interleaved: default 2; zb-v: exactly 2; the others: 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(octo::cli::integer(1));
   cmd->add_option(
          "--partition", args.partition,
          "uniform: equal block counts, embedding on the first stage and LM head on the last (Megatron); "
@@ -165,6 +174,10 @@ Runner setup(CLI::App& app) {
       ->check(CLI::IsMember({"uniform", "balanced"}));
   cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();
   cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace");
+  cmd->add_flag(
+      "--allow-oversubscribed-memory", args.allow_oversubscribed,
+      "Write the plan even when it does not fit the device memory (marked so in the plan, which check "
+      "and octorun then accept); without it such a plan is refused with the changes that would fit");
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

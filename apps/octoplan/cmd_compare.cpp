@@ -7,7 +7,9 @@
 #include <string>
 
 #include "command.hpp"
+#include "core/exit_code.hpp"
 #include "core/fs.hpp"
+#include "core/interrupt.hpp"
 #include "tune/report.hpp"
 #include "tune/tuner.hpp"
 #include "tune_options.hpp"
@@ -21,12 +23,19 @@ struct CompareArgs {
   std::string report;
 };
 
-int run(const CompareArgs& a) {
+int run(CompareArgs& a) {
   octo::check_output_path(a.report, "--report");
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
+  const octo::InterruptFlag interrupt;  // Ctrl-C ends the search; the comparison is still printed
+  a.tune.options.stop = &interrupt.flag();
   const octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
   fmt::print("{}", octo::format_comparison(inputs, result));
   write_report(a.report, octo::comparison_json(inputs, result));
+  if (result.stats.stopped_by == "interrupted") {
+    fmt::print(stderr, "octoplan: interrupted by {}: the tuned plan above is the best found before it\n",
+               interrupt.signal_name());
+    return octo::code(octo::ExitCode::Interrupted);
+  }
   return 0;
 }
 

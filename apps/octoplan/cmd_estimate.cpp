@@ -11,10 +11,13 @@
 #include <vector>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/units.hpp"
 #include "cost/estimate.hpp"
+#include "cost/inputs.hpp"
 #include "cost/profile_io.hpp"
 #include "spec/loader.hpp"
 
@@ -38,16 +41,6 @@ struct KindRow {
   double params = 0, gflop = 0, f_ms = 0, b_ms = 0, w_ms = 0, r_ms = 0, activation_bytes = 0;  // sums
 };
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
-std::string human_count(double n) {
-  if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
-  if (n >= 1e6) return fmt::format("{:.1f}M", n / 1e6);
-  if (n >= 1e3) return fmt::format("{:.1f}K", n / 1e3);
-  return fmt::format("{:.0f}", n);
-}
-
-
 nlohmann::json row_json(const KindRow& r, bool per_layer) {
   const double n = per_layer ? r.count : 1;
   return {{"kind", r.kind},
@@ -58,14 +51,18 @@ nlohmann::json row_json(const KindRow& r, bool per_layer) {
           {"b_ms", r.b_ms / n},
           {"w_ms", r.w_ms / n},
           {"r_ms", r.r_ms / n},
-          {"activation_mib", r.activation_bytes / n / kMiB}};
+          {"activation_mib", r.activation_bytes / n / octo::kMiB}};
 }
 
 int run(const EstimateArgs& a) {
-  const octo::ModelSpec model = octo::load_model(a.model_path);
+  octo::ModelSpec model = octo::load_model(a.model_path);
+  octo::override_shape(model, a.micro_batch, a.seq);
   const octo::ClusterSpec cluster =
       a.cluster_path.empty() ? octo::default_cluster() : octo::load_cluster(a.cluster_path);
-  const octo::CostProfile costs = octo::estimate_costs(model, cluster, {a.micro_batch, a.seq, a.tp});
+  if (a.tp > cluster.world())
+    octo::fail_usage("command line: --tp: {} exceeds the {} devices of cluster {} (expected at most {})",
+                     a.tp, cluster.world(), cluster.name, cluster.world());
+  const octo::CostProfile costs = octo::estimate_costs(model, cluster, {0, 0, a.tp});
   octo::check_output_path(a.output, "-o");
   octo::check_output_path(a.report, "--report");
 
@@ -92,8 +89,12 @@ int run(const EstimateArgs& a) {
     }
   }
 
+  const auto total_params = static_cast<double>(octo::total_params(model));
+  const auto active_params = static_cast<double>(octo::active_params(model));
   fmt::print("Estimated op costs (roofline): {} on {} ({}), micro-batch {} x seq {}, tp {}\n", model.name,
              costs.device, cluster.name, costs.micro_batch, costs.seq, costs.tp);
+  fmt::print("Parameters: {} total, {} active per token (whole model; the table is per TP rank)\n",
+             octo::human_count(total_params), octo::human_count(active_params));
   fmt::print(
       "Per layer and per TP rank; the total row sums all layers. F forward, B input grad, W weight "
       "grad.\n\n");
@@ -102,12 +103,12 @@ int run(const EstimateArgs& a) {
   for (const auto& r : rows) {
     const double n = r.count;
     fmt::print("{:<12} {:>5} {:>10} {:>12.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f}\n", r.kind, r.count,
-               human_count(r.params / n), r.gflop / n, r.f_ms / n, r.b_ms / n, r.w_ms / n,
-               r.activation_bytes / n / kMiB);
+               octo::human_count(r.params / n), r.gflop / n, r.f_ms / n, r.b_ms / n, r.w_ms / n,
+               r.activation_bytes / n / octo::kMiB);
   }
   fmt::print("{:<12} {:>5} {:>10} {:>12.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f}\n", total.kind, total.count,
-             human_count(total.params), total.gflop, total.f_ms, total.b_ms, total.w_ms,
-             total.activation_bytes / kMiB);
+             octo::human_count(total.params), total.gflop, total.f_ms, total.b_ms, total.w_ms,
+             total.activation_bytes / octo::kMiB);
 
   if (!a.output.empty()) {
     octo::write_file_atomic(a.output, octo::costs_to_yaml(costs));
@@ -121,6 +122,8 @@ int run(const EstimateArgs& a) {
                            {"seq", costs.seq},
                            {"tp", costs.tp},
                            {"op_overhead_ms", costs.op_overhead_ms},
+                           {"total_params", octo::total_params(model)},
+                           {"active_params", octo::active_params(model)},
                            {"output", a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output)},
                            {"kinds", nlohmann::json::array()},
                            {"total", row_json(total, false)}};
@@ -139,10 +142,12 @@ Runner setup(CLI::App& app) {
   cmd->add_option("--cluster", args.cluster_path,
                   "Cluster description (default: the embedded h100x8, one node of 8 x H100-SXM 80 GB)");
   cmd->add_option("--micro-batch", args.micro_batch, "Sequences per micro-batch (default: the model's)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", args.seq, "Sequence length (default: the model's)")->check(CLI::PositiveNumber);
+      ->check(
+          octo::cli::integer(1, octo::kMaxInputInteger, "the bound of training.micro_batch in a model file"));
+  cmd->add_option("--seq", args.seq, "Sequence length (default: the model's)")
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of seq_len in a model file"));
   cmd->add_option("--tp", args.tp, "Tensor-parallel size (default: the cluster's)")
-      ->check(CLI::PositiveNumber);
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.tp in a cluster file"));
   cmd->add_option("-o,--output", args.output,
                   "Costs file to write (profiles/costs/*.yaml); without it, only print");
   add_report_option(cmd, args.report);

@@ -112,7 +112,7 @@ Runner setup(CLI::App& app) {
       "Export a plan: torch-csv (the schedule CSV torch.distributed.pipelining's _PipelineScheduleRuntime "
       "loads, "
       "plus a stage file) or megatron-layout (--pipeline-model-parallel-layout and its flags)");
-  cmd->add_option("plan", args.plan, "Plan file (JSON)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("plan", args.plan, "Plan file (JSON)")->required();
   cmd->add_option("--format", args.format, "torch-csv or megatron-layout")
       ->required()
       ->check(CLI::IsMember({"torch-csv", "megatron-layout"}));

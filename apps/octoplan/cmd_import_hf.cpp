@@ -8,6 +8,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "interop/hf_config.hpp"
@@ -68,14 +69,15 @@ Runner setup(CLI::App& app) {
       "Write our model YAML from a Hugging Face config.json (Nemotron-H, Nemotron-3 MoE hybrids, Jamba, "
       "Llama, "
       "Mistral, Qwen2/3, Mixtral, Qwen-MoE); every key is mapped, known to be irrelevant, or reported");
-  cmd->add_option("config", args.config, "Hugging Face config.json")->required()->check(CLI::ExistingFile);
+  cmd->add_option("config", args.config, "Hugging Face config.json")->required();
   cmd->add_option("-o,--output", args.output, "Model YAML to write (default: print it)");
   cmd->add_option("--seq", args.options.seq,
                   "Sequence length (default: the config's max_position_embeddings)")
-      ->check(CLI::PositiveNumber);
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of seq_len in a model file"));
   cmd->add_option("--name", args.options.name, "Model name (default: _name_or_path or the file name)");
   cmd->add_option("--micro-batch", args.options.micro_batch, "training.micro_batch of the YAML (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(
+          octo::cli::integer(1, octo::kMaxInputInteger, "the bound of training.micro_batch in a model file"));
   cmd->add_flag("--lenient", args.options.lenient,
                 "Import even when keys cannot be mapped, listing them as warnings (default: an error)");
   add_report_option(cmd, args.report);

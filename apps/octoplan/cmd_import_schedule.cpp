@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -20,6 +21,7 @@
 #include "plan/embed.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/lower_bound.hpp"
+#include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 
@@ -96,8 +98,8 @@ int run(ImportScheduleArgs a) {
   octo::SimOptions so;
   so.record_timeline = false;
   const octo::SimResult r = octo::simulate(plan, octo::make_sim_input(plan), so);
-  plan.predicted = octo::report_json(r, plan);
-  octo::add_lower_bounds(plan.predicted, octo::plan_bounds(plan));
+  plan.predicted = octo::predict(r, plan);
+  octo::add_lower_bounds(*plan.predicted, octo::plan_bounds(plan));
 
   std::size_t comm = 0, compute = 0;
   for (const auto& program : plan.programs)
@@ -109,7 +111,7 @@ int run(ImportScheduleArgs a) {
              100.0 * r.bubble_ratio, r.fits_memory ? "fits" : "EXCEEDS");
   octo::save_plan(plan, a.output);
   fmt::print("wrote {}\n", a.output);
-  nlohmann::json report = octo::report_json(r, plan);
+  nlohmann::json report = octo::to_json(*plan.predicted);
   report["command"] = "import-schedule";
   report["csv"] = a.csv;
   report["plan"] = a.output;
@@ -124,10 +126,8 @@ Runner setup(CLI::App& app) {
                                      "compute_comms) into a plan file that "
                                      "simulate, check, plot and octorun take");
   cmd->add_option("schedule", args.csv, "Schedule CSV: one row per pipeline rank, one action per cell")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--stages", args.stages, "Stage file written by `octoplan export --format torch-csv`")
-      ->check(CLI::ExistingFile);
+      ->required();
+  cmd->add_option("--stages", args.stages, "Stage file written by `octoplan export --format torch-csv`");
   cmd->add_option(
          "--stage-layers", args.stage_layers,
          "Instead of --stages: layers per stage in order, embedding and LM head included (e.g. 14,13,13,14)")
@@ -137,14 +137,19 @@ Runner setup(CLI::App& app) {
                   "Cluster YAML (with --model; default: embedded h100x8)");
   cmd->add_option("--costs", args.inputs.costs_path,
                   "Costs YAML (with --model; default: an analytic estimate)");
-  cmd->add_option("--tp", args.inputs.tp, "Tensor-parallel size (with --model)")->check(CLI::PositiveNumber);
-  cmd->add_option("--dp", args.inputs.dp, "Data-parallel size (with --model)")->check(CLI::PositiveNumber);
+  cmd->add_option("--tp", args.inputs.tp, "Tensor-parallel size (with --model)")
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.tp in a cluster file"));
+  cmd->add_option("--dp", args.inputs.dp, "Data-parallel size (with --model)")
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.dp in a cluster file"));
   cmd->add_option("--micro-batch", args.inputs.micro_batch, "Sequences per micro-batch (with --model)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", args.inputs.seq, "Sequence length (with --model)")->check(CLI::PositiveNumber);
+      ->check(
+          octo::cli::integer(1, octo::kMaxInputInteger, "the bound of training.micro_batch in a model file"));
+  cmd->add_option("--seq", args.inputs.seq, "Sequence length (with --model)")
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of seq_len in a model file"));
   cmd->add_option("--microbatches", args.inputs.microbatches,
                   "Micro-batches per iteration (default: the stage file's, else the CSV's)")
-      ->check(CLI::PositiveNumber);
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger,
+                                 "the bound of training.microbatches in a model file"));
   cmd->add_option("--method", args.method, "Method name stored in the plan (default: the stage file's)");
   cmd->add_option("-o,--output", args.output, "Plan file to write")->required();
   add_report_option(cmd, args.report);

@@ -8,10 +8,13 @@
 #include <string>
 
 #include "command.hpp"
+#include "core/exit_code.hpp"
 #include "core/fs.hpp"
+#include "core/interrupt.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
+#include "tune/fit.hpp"
 #include "tune/report.hpp"
 #include "tune/tuner.hpp"
 #include "tune_options.hpp"
@@ -25,29 +28,58 @@ struct PlanArgs {
   std::string output;
   std::string trace;
   std::string report;
+  bool allow_oversubscribed = false;
 };
 
-int run(const PlanArgs& a) {
+int run(PlanArgs& a) {
   octo::check_output_path(a.output, "-o");
   octo::check_output_path(a.trace, "--trace");
   octo::check_output_path(a.report, "--report");
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
-  const octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
+  // Ctrl-C / SIGTERM end the search, not the process: the best plan so far is still written.
+  const octo::InterruptFlag interrupt;
+  a.tune.options.stop = &interrupt.flag();
+  octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
+  const bool interrupted = result.stats.stopped_by == "interrupted";
 
-  octo::save_plan(result.plan, a.output);
-  fmt::print("{}", octo::format_plan_summary(inputs, result));
-  fmt::print("wrote {}\n", a.output);
+  if (!result.plan.predicted->fits_memory) {
+    if (!a.allow_oversubscribed)
+      throw octo::Error(octo::advise_fit(inputs, result.plan, !a.inputs.costs_path.empty()).message(),
+                        octo::ErrorKind::DoesNotFit);
+    result.plan.allow_oversubscribed_memory = true;
+  }
+  std::string trace_text;
   if (!a.trace.empty()) {
     octo::SimInput in = octo::make_sim_input(result.plan, inputs);
     octo::SimOptions so;
     so.record_timeline = true;
     const octo::SimResult timed = octo::simulate(result.plan, in, so);
-    octo::write_trace(a.trace, octo::sim_timeline(result.plan, timed));
+    trace_text = octo::trace_json(octo::sim_timeline(result.plan, timed)).dump() + "\n";
+  }
+
+  octo::save_plan(result.plan, a.output);
+  fmt::print("{}", octo::format_plan_summary(inputs, result));
+  if (result.plan.allow_oversubscribed_memory)
+    fmt::print(
+        "warning: the plan does not fit the device memory; written anyway and marked "
+        "(--allow-oversubscribed-memory)\n");
+  fmt::print("wrote {}\n", a.output);
+  if (!a.trace.empty()) {
+    octo::write_file_atomic(a.trace, trace_text);
     fmt::print("wrote {}\n", a.trace);
   }
   nlohmann::json report = octo::plan_summary_json(inputs, result);
   report["output"] = a.output;
+  report["allow_oversubscribed_memory"] = result.plan.allow_oversubscribed_memory;
   write_report(a.report, report);
+  if (interrupted) {
+    fmt::print(
+        stderr,
+        "octoplan: interrupted by {} after {:.1f} s: wrote the best plan found so far to {} (the search did "
+        "not finish its budget)\n",
+        interrupt.signal_name(), result.stats.elapsed_s, a.output);
+    return octo::code(octo::ExitCode::Interrupted);
+  }
   return 0;
 }
 
@@ -61,6 +93,11 @@ Runner setup(CLI::App& app) {
   add_tune_options(cmd, args.tune);
   cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();
   cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace");
+  cmd->add_flag(
+      "--allow-oversubscribed-memory", args.allow_oversubscribed,
+      "Write the plan even when no plan found fits the device memory (marked so in the plan, which "
+      "check and octorun then accept); without it such a plan is refused with the changes that would "
+      "fit");
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

@@ -8,9 +8,10 @@
 #include <string>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "plan/json_reader.hpp"
+#include "core/json_reader.hpp"
 #include "plan/plan_io.hpp"
 #include "plot/compare_chart.hpp"
 #include "plot/picture.hpp"
@@ -70,16 +71,14 @@ Runner setup(CLI::App& app) {
       "path, "
       "busy share, memory over time against the limit), optionally with a measured run under it; or draw "
       "`octoplan compare --report` as a bar chart");
-  cmd->add_option("plan", args.plan, "Plan file (JSON)")->check(CLI::ExistingFile);
-  cmd->add_option("--compare", args.compare, "Instead of a plan: the --report of `octoplan compare`")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("plan", args.plan, "Plan file (JSON)");
+  cmd->add_option("--compare", args.compare, "Instead of a plan: the --report of `octoplan compare`");
   cmd->add_option("--run", args.run,
-                  "The --trace (op by op) or --report (busy per rank) of an octorun run of PLAN")
-      ->check(CLI::ExistingFile);
+                  "The --trace (op by op) or --report (busy per rank) of an octorun run of PLAN");
   cmd->add_flag("--comm", args.comm, "Also draw each device's comm stream (SEND/RECV)");
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the device's memory)")
-      ->check(CLI::PositiveNumber);
+      ->check(octo::cli::number(0));
   cmd->add_option("-o,--output", args.output, "SVG file to write")->required();
   return [] { return run(args); };
 }

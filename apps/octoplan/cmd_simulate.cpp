@@ -5,15 +5,18 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/units.hpp"
 #include "plan/plan_io.hpp"
+#include "sim/check.hpp"
 #include "sim/lower_bound.hpp"
+#include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
@@ -29,18 +32,23 @@ struct SimulateArgs {
   std::size_t path_lines = 12;
 };
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 int run(const SimulateArgs& a) {
-  const octo::Plan plan = octo::load_plan(a.plan);  // validated and deadlock-checked
-  const octo::SimInput input = octo::make_sim_input(plan, a.memory_limit_gib);
+  octo::check_output_path(a.trace, "--trace");
+  octo::check_output_path(a.report, "--report");
+  // The one check of a plan (octoplan check, octorun); memory over the limit is shown, not refused.
+  octo::CheckOptions check;
+  check.memory_limit_gib = a.memory_limit_gib;
+  check.require_fit = false;
+  check.executor = false;
+  const octo::CheckedPlan checked = octo::load_checked_plan(a.plan, check);
+  const octo::Plan& plan = checked.plan;
   octo::SimOptions options;
   options.record_timeline = true;
-  const octo::SimResult r = octo::simulate(plan, input, options);
-  nlohmann::json report = octo::report_json(r, plan);
-  octo::add_lower_bounds(
-      report,
-      octo::plan_bounds(plan, input, octo::make_sim_input(octo::layer_plan(plan), a.memory_limit_gib)));
+  const octo::SimResult r = octo::simulate(plan, *checked.check.input, options);
+  octo::Prediction predicted = octo::predict(r, plan);
+  octo::add_lower_bounds(predicted,
+                         octo::plan_bounds(plan, *checked.check.input,
+                                           octo::make_sim_input(octo::layer_plan(plan), a.memory_limit_gib)));
   // Build the trace before printing so that a failure leaves no partial output behind.
   std::string trace_text;
   if (!a.trace.empty()) trace_text = octo::trace_json(octo::sim_timeline(plan, r)).dump() + "\n";
@@ -54,25 +62,19 @@ int run(const SimulateArgs& a) {
   fmt::print("bubble          {:.2f} %\n", 100.0 * r.bubble_ratio);
   fmt::print("throughput      {:.0f} tokens/s\n", r.tokens_per_s);
   fmt::print("fits memory     {}\n", r.fits_memory ? "yes" : "NO");
-  fmt::print("{}\n", octo::describe_lower_bounds(report));
-  if (plan.predicted.is_object() && plan.predicted.contains("iteration_time_ms")) {
-    const double stored = plan.predicted["iteration_time_ms"].get<double>();
-    if (std::abs(stored - r.makespan_ms) > 1e-6 * std::max(1.0, std::abs(stored)))
-      fmt::print(
-          "note: the plan file predicted {:.3f} ms (it was made with other costs or another simulator)\n",
-          stored);
-  }
-
+  fmt::print("{}\n", octo::describe_lower_bounds(predicted));
+  for (const std::string& n : checked.check.notes) fmt::print("note: {}\n", n);
   fmt::print("\n{:>6}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}  {:>9}  {:>5}\n", "device", "busy ms",
-             "idle ms", "comm ms", "memory GiB", "limit GiB", "live mbs", "fits");
+             "idle ms", "comm ms", "memory GiB", "limit GiB", "live acts", "fits");
   for (std::size_t d = 0; d < r.devices.size(); ++d) {
     const octo::DeviceMetrics& m = r.devices[d];
     const bool fits = m.memory_limit_bytes <= 0 || m.peak_memory_bytes <= m.memory_limit_bytes;
     fmt::print("{:>6}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>11.2f}  {:>11.2f}  {:>9}  {:>5}\n", d, m.busy_ms,
-               m.idle_ms, m.comm_ms, static_cast<double>(m.peak_memory_bytes) / kGiB,
-               static_cast<double>(m.memory_limit_bytes) / kGiB, m.peak_live_microbatches,
+               m.idle_ms, m.comm_ms, static_cast<double>(m.peak_memory_bytes) / octo::kGiB,
+               static_cast<double>(m.memory_limit_bytes) / octo::kGiB, m.peak_live_microbatches,
                fits ? "yes" : "NO");
   }
+  fmt::print("(live acts: most (stage, micro-batch) activation sets a device holds at once)\n");
 
   const std::size_t shown = std::min(a.path_lines, r.critical_path.size());
   fmt::print("\ncritical path ({} ops{}):\n", r.critical_path.size(),
@@ -88,6 +90,7 @@ int run(const SimulateArgs& a) {
     octo::write_file_atomic(a.trace, trace_text);
     fmt::print("\nwrote {} (open in ui.perfetto.dev)\n", a.trace);
   }
+  nlohmann::json report = octo::to_json(predicted);
   report["command"] = "simulate";
   report["plan"] = a.plan;
   report["method"] = plan.method;
@@ -104,13 +107,14 @@ Runner setup(CLI::App& app) {
       "simulate",
       "Re-simulate a plan file with its embedded inputs: iteration time, bubble, tokens/s, per-device "
       "busy/idle time and peak memory, critical path");
-  cmd->add_option("plan", args.plan, "Plan file (JSON)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("plan", args.plan, "Plan file (JSON)")->required();
   cmd->add_option("--trace", args.trace,
                   "Also write the simulated timeline as a Chrome/Perfetto trace (JSON)");
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
-                  "Per-device memory limit in GiB (default: the device's memory)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--critical-path", args.path_lines, "Critical-path ops to print (default 12)");
+                  "Per-device memory limit in GiB (default: the one the plan was made for)")
+      ->check(octo::cli::number(0));
+  cmd->add_option("--critical-path", args.path_lines, "Critical-path ops to print (default 12)")
+      ->check(octo::cli::integer(0));
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

@@ -1,14 +1,16 @@
-// octoplan: the planner's command line. Parsing only; the work happens in lib/.
+// octoplan: the planner's command line. Parsing only; the work happens in lib/. Exit codes are
+// chosen here (core/exit_code.hpp, the README's "Errors" section), from the kind of error.
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -26,24 +28,28 @@ std::vector<std::pair<int, Setup>>& registry() {
 Registration::Registration(int order, Setup setup) { registry().emplace_back(order, setup); }
 
 void add_input_options(CLI::App* cmd, octo::InputOptions& o) {
+  namespace cli = octo::cli;
   cmd->add_option("model", o.model_path, "Model description (profiles/models/*.yaml)")->required();
   cmd->add_option("--cluster", o.cluster_path,
                   "Cluster description (default: the embedded h100x8, one node of 8 x H100-SXM 80 GB)");
   cmd->add_option("--costs", o.costs_path,
                   "Op costs (profiles/costs/*.yaml); default: analytic estimate for the cluster's device");
   cmd->add_option("--pp", o.pp, "Pipeline devices (default: world / (tp * dp) of the cluster)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--tp", o.tp, "Tensor-parallel size (default: the cluster's)")->check(CLI::PositiveNumber);
-  cmd->add_option("--dp", o.dp, "Data-parallel size (default: the cluster's)")->check(CLI::PositiveNumber);
+      ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.pp in a cluster file"));
+  cmd->add_option("--tp", o.tp, "Tensor-parallel size (default: the cluster's)")
+      ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.tp in a cluster file"));
+  cmd->add_option("--dp", o.dp, "Data-parallel size (default: the cluster's)")
+      ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.dp in a cluster file"));
   cmd->add_option("--microbatches", o.microbatches,
                   "Micro-batches per iteration (default: the model's training settings, else 2 x PP)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of training.microbatches in a model file"));
   cmd->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch (default: the model's)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", o.seq, "Sequence length (default: the model's)")->check(CLI::PositiveNumber);
+      ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of training.micro_batch in a model file"));
+  cmd->add_option("--seq", o.seq, "Sequence length, at most the model's seq_len (default: the model's)")
+      ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of seq_len in a model file"));
   cmd->add_option("--memory-limit-gib", o.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the device's memory)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::number(0));
 }
 
 void add_report_option(CLI::App* cmd, std::string& path) {
@@ -78,18 +84,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return octo::cli::parse_error_exit(app, e, "octoplan");
   }
   try {
     for (auto& [cmd, run] : runners) {
       if (cmd->parsed()) return run();
     }
     return 0;
-  } catch (const octo::Error& e) {
-    fmt::print(stderr, "octoplan: error: {}\n", e.what());
-    return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "octoplan: internal error: {}\n", e.what());
-    return 2;
+    return octo::cli::error_exit(e, "octoplan");
   }
 }

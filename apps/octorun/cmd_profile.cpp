@@ -12,6 +12,7 @@
 
 #include "backends/registry.hpp"
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "cost/profile_io.hpp"
@@ -44,6 +45,7 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   std::optional<octo::ModelSpec> model;
   std::optional<octo::nn::TextData> data;
   std::string error;
+  octo::ErrorKind kind = octo::ErrorKind::Runtime;
   try {
     octo::check_output_path(a.output, "-o");
     model.emplace(octo::load_model(a.model));
@@ -51,16 +53,20 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
     a.options.data = &*data;
     device.emplace(octo::backends::registry().get(a.options.backend).open({}));
     a.options.hardware = device->description();
+  } catch (const octo::Error& e) {
+    error = e.what();
+    kind = e.kind();
   } catch (const std::exception& e) {
     error = e.what();
   }
-  std::vector<float> failed{error.empty() ? 0.0f : 1.0f};
+  // 1 + the error's kind, so every rank exits with the code of a failing rank's error.
+  std::vector<float> failed{error.empty() ? 0.0f : 1.0f + static_cast<float>(kind)};
   world.all_reduce(failed, octo::exec::ReduceOp::Max);
   if (failed[0] > 0) {
     if (printer)
       fmt::print(stderr, "octorun profile: error: {}\n",
                  error.empty() ? "set-up failed on another rank" : error);
-    return 2;
+    return octo::code(octo::exit_code_of(static_cast<octo::ErrorKind>(static_cast<int>(failed[0]) - 1)));
   }
 
   const auto progress = [](const std::string& line) {
@@ -95,18 +101,21 @@ Runner setup(CLI::App& app) {
   add_backend_option(*cmd, args.options.backend, backends);
   cmd->add_option("--micro-batch", args.options.micro_batch,
                   "Sequences per micro-batch (default: the model's)")
-      ->check(CLI::PositiveNumber);
+      ->check(
+          octo::cli::integer(1, octo::kMaxInputInteger, "the bound of training.micro_batch in a model file"));
   cmd->add_option("--seq", args.options.seq, "Tokens per sequence (default: the model's)")
-      ->check(CLI::PositiveNumber);
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of seq_len in a model file"));
   cmd->add_option("--reps", args.options.reps,
                   "Measured repetitions, each running every layer (medians over repetitions, ranks and "
                   "layers of a kind)")
-      ->check(CLI::PositiveNumber)
+      ->check(octo::cli::integer(1))
       ->capture_default_str();
   cmd->add_option("--warmup", args.options.warmup, "Repetitions run before measuring")
-      ->check(CLI::NonNegativeNumber)
+      ->check(octo::cli::integer(0))
       ->capture_default_str();
-  cmd->add_option("--seed", args.options.seed, "Parameter initialization seed")->capture_default_str();
+  cmd->add_option("--seed", args.options.seed, "Parameter initialization seed")
+      ->check(octo::cli::seed())
+      ->capture_default_str();
   cmd->add_option("--data", args.data,
                   "Training text the micro-batches are drawn from, as octorun draws them (default "
                   "profiles/data/tiny-corpus.txt)");

@@ -1,5 +1,6 @@
 // octorun: runs a plan on this rank (launched with mpirun / srun). Parsing and MPI set-up only;
-// the job itself is octo::exec::train, subcommands (command.hpp) live in cmd_*.cpp.
+// the job itself is octo::exec::train, subcommands (command.hpp) live in cmd_*.cpp. Exit codes are
+// chosen here (core/exit_code.hpp, the README's "Errors" section), from the kind of error.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +15,7 @@
 
 #include "backends/registry.hpp"
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "exec/mpi_comm.hpp"
@@ -55,10 +57,11 @@ int main(int argc, char** argv) {
   const octo::exec::BackendRegistry& backends = octo::backends::registry();
   octo::exec::TrainOptions o;
   o.backend = backends.preferred();  // the first usable here: cuda when built and a GPU is visible
+  namespace cli = octo::cli;
   app.add_option("plan", o.plan_path, "Plan file written by octoplan");
   octorun::add_backend_option(app, o.backend, backends);
   app.add_option("--steps", o.steps, "Training steps (with --load: the step count to reach)")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::integer(1))
       ->capture_default_str();
   app.add_option(
       "--data", o.data_path,
@@ -70,14 +73,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--val-every", o.loop.val_every,
                  "Validation loss every N steps (0: after the last step only, when there is validation data)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::integer(0))
       ->capture_default_str();
   app.add_option("--val-batches", o.loop.val_batches, "Global batches of validation data per validation loss")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::integer(1))
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "Parameter initialization seed")->capture_default_str();
+  app.add_option("--seed", o.seed, "Parameter initialization seed")
+      ->check(cli::seed())
+      ->capture_default_str();
   app.add_option("--lr", o.lr, "AdamW learning rate (the peak of --lr-schedule)")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::number(0))
       ->capture_default_str();
   std::string schedule = "constant";
   app.add_option("--lr-schedule", schedule,
@@ -86,21 +91,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--warmup-steps", o.loop.schedule.warmup_steps,
                  "Steps of linear warm-up from lr/N to lr (step s runs at lr (s+1)/N)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::integer(0))
       ->capture_default_str();
   app.add_option("--min-lr", o.loop.schedule.min_lr, "The rate the decay ends at")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::number(0, true))
       ->capture_default_str();
   app.add_option("--decay-steps", o.loop.schedule.decay_steps,
                  "The step where the decay reaches --min-lr (default: --steps)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::integer(0));
   app.add_option("--weight-decay", o.loop.weight_decay,
                  "AdamW's decoupled weight decay of the matrices (norms, biases and SSM scalars have none)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::number(0, true))
       ->capture_default_str();
   app.add_option("--clip-grad", o.loop.clip_grad,
                  "Clip the gradients to this global norm, over all stages and replicas (0: no clipping)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::number(0, true))
       ->capture_default_str();
   app.add_option(
       "--metrics", o.loop.metrics_path,
@@ -109,10 +114,10 @@ int main(int argc, char** argv) {
   app.add_option("--save", o.loop.save_dir,
                  "Write checkpoints to DIR/step-NNNNNNNN (atomically; any plan of the model loads them)");
   app.add_option("--save-every", o.loop.save_every, "Checkpoint every N steps (0: after the last step only)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::integer(0))
       ->capture_default_str();
   app.add_option("--keep", o.loop.keep, "Keep only the K newest checkpoints in --save (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::integer(0))
       ->capture_default_str();
   app.add_option(
       "--load", o.loop.load_path,
@@ -127,15 +132,17 @@ int main(int argc, char** argv) {
       "--check", o.check,
       "After the first step, compare every gradient with a sequential single-process run; exit 1 when "
       "the largest relative difference exceeds the tolerance");
-  app.add_option("--tolerance", o.check_tolerance, "Tolerance of --check")->capture_default_str();
+  app.add_option("--tolerance", o.check_tolerance, "Tolerance of --check")
+      ->check(cli::number(0))
+      ->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "Seconds any transfer or collective may wait before the job fails")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::number(0))
       ->capture_default_str();
   app.add_option("--warmup", o.warmup_steps, "Steps left out of the measured medians")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::integer(0))
       ->capture_default_str();
   app.add_option("--print-every", o.print_every, "Print the loss every N steps")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::integer(1))
       ->capture_default_str();
   auto& commands = octorun::registry();
   std::stable_sort(commands.begin(), commands.end(),
@@ -159,10 +166,9 @@ int main(int argc, char** argv) {
       o.fault = octo::exec::FaultInjection::parse(fault);
     o.loop.schedule.kind = octo::nn::parse_lr_schedule(schedule);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return cli::parse_error_exit(app, e, "octorun");
   } catch (const octo::Error& e) {
-    fmt::print(stderr, "octorun: error: {}\n", e.what());
-    return 2;
+    return cli::error_exit(octo::UsageError(e.what()), "octorun");
   }
 
   std::unique_ptr<octo::exec::MpiSession> session;
@@ -171,22 +177,25 @@ int main(int argc, char** argv) {
     session = std::make_unique<octo::exec::MpiSession>(&argc, &argv);
     world = session->world();
   } catch (const std::exception& e) {
-    fmt::print(stderr, "octorun: error: {}\n", e.what());
-    return 2;
+    return cli::error_exit(octo::Error(e.what(), octo::ErrorKind::Runtime), "octorun");
   }
   try {
     if (chosen) return chosen(*world);
     const octo::exec::TrainResult result = octo::exec::train(*world, o, backends);
-    if (!result.error.empty()) fmt::print(stderr, "octorun: error: {}\n", result.error);
     std::fflush(stdout);
-    std::fflush(stderr);
-    return result.exit_code;
+    if (result.setup_failure) {
+      // Every rank returns the same code; the lowest failing rank alone prints the message.
+      if (!result.error.empty()) fmt::print(stderr, "octorun: error: {}\n", result.error);
+      std::fflush(stderr);
+      return octo::code(octo::exit_code_of(*result.setup_failure));
+    }
+    return octo::code(result.check_failed(o.check_tolerance) ? octo::ExitCode::Invalid : octo::ExitCode::Ok);
   } catch (const std::exception& e) {
     // A failure while the job runs: other ranks may be blocked on this one, so end them all.
     fmt::print(stderr, "octorun: {}\n", e.what());
     std::fflush(stdout);
     std::fflush(stderr);
-    world->abort(1);
-    return 1;
+    world->abort(octo::code(octo::ExitCode::RunFailed));
+    return octo::code(octo::ExitCode::RunFailed);
   }
 }

@@ -3,6 +3,10 @@
 namespace octo {
 
 std::string SourceLocation::str() const {
+  if (!document.empty()) {
+    if (line <= 0) return fmt::format("{}: {}", file, document);
+    return fmt::format("{}: {} line {}", file, document, line);
+  }
   if (line <= 0) return file;
   if (column <= 0) return fmt::format("{}:{}", file, line);
   return fmt::format("{}:{}:{}", file, line, column);
@@ -19,6 +23,17 @@ static std::string input_message(const SourceLocation& where, const std::string&
 }
 
 InputError::InputError(SourceLocation where, std::string field, std::string problem, std::string expected)
-    : Error(input_message(where, field, problem, expected)), where_(std::move(where)), field_(std::move(field)) {}
+    : Error(input_message(where, field, problem, expected)),
+      where_(std::move(where)),
+      field_(std::move(field)),
+      problem_(std::move(problem)),
+      expected_(std::move(expected)) {}
+
+InputError InputError::in_document(const std::string& file, const std::string& document) const {
+  SourceLocation where = where_;
+  where.file = file;
+  where.document = document;
+  return InputError(std::move(where), field_, problem_, expected_);
+}
 
 }  // namespace octo

@@ -1,20 +1,81 @@
 #include "core/fs.hpp"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <fmt/format.h>
-
 #include "core/error.hpp"
 
 namespace octo {
+namespace {
+
+/// Where and how an output is written.
+struct OutputTarget {
+  std::string path;    ///< the file to write (symbolic links resolved)
+  bool plain = false;  ///< a character device or a FIFO: write in place, never rename
+};
+
+std::string_view kind_of(mode_t mode) {
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+/// Decides how `path` can be written, or throws OutputError naming `option` and `path`.
+OutputTarget resolve_output(const std::string& path, std::string_view option) {
+  namespace fs = std::filesystem;
+  const std::string name = option.empty() ? path : fmt::format("{} {}", option, path);
+  if (path.empty()) fail_output("{}: empty output path (expected a file path)", option);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) fail_output("{}: cannot inspect the output: {}", name, std::strerror(errno));
+    const fs::path p(path);
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) fail_output("{}: folder {} does not exist", name, dir.string());
+    return {path, false};
+  }
+  std::string target = path;
+  if (S_ISLNK(st.st_mode)) {
+    // Write where the link points, so the link stays a link.
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0)
+      fail_output("{}: a symbolic link to a missing file (expected a file path)", name);
+    target = resolved;
+  }
+  if (S_ISDIR(st.st_mode)) fail_output("{}: is a directory (expected a file path)", name);
+  if (S_ISREG(st.st_mode)) return {target, false};
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return {target, true};
+  fail_output("{}: is {}; refusing to write to it (expected a file path)", name, kind_of(st.st_mode));
+}
+
+/// Writes all of `contents` to `fd`; returns errno of the failure, or 0.
+int write_all(int fd, std::string_view contents) {
+  const char* data = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
 
 std::string read_file(const std::string& path) {
   std::error_code ec;
@@ -29,46 +90,37 @@ std::string read_file(const std::string& path) {
 
 void check_output_path(const std::string& path, std::string_view option) {
   if (path.empty()) return;
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) fail("{} {}: folder {} does not exist", option, path, dir.string());
-  if (fs::is_directory(p, ec)) fail("{} {}: is a directory (expected a file path)", option, path);
+  (void)resolve_output(path, option);
 }
 
 void write_file_atomic(const std::string& path, std::string_view contents) {
   namespace fs = std::filesystem;
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) fail("{}: cannot write: folder {} does not exist", path, dir.string());
-  std::string tmp_template = (dir / fmt::format(".{}.tmpXXXXXX", target.filename().string())).string();
-  int fd = ::mkstemp(tmp_template.data());
-  if (fd < 0) fail("{}: cannot create temporary file: {}", path, std::strerror(errno));
-  const char* data = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp_template.c_str());
-      fail("{}: write failed: {}", path, std::strerror(err));
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
+  const OutputTarget out = resolve_output(path, "");
+  if (out.plain) {
+    const int fd = ::open(out.path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail_output("{}: cannot open for writing: {}", path, std::strerror(errno));
+    const int err = write_all(fd, contents);
+    if (::close(fd) != 0 && err == 0) fail_output("{}: write failed: {}", path, std::strerror(errno));
+    if (err != 0) fail_output("{}: write failed: {}", path, std::strerror(err));
+    return;
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp_template.c_str());
-    fail("{}: write failed: {}", path, std::strerror(errno));
+  const fs::path target(out.path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmp = (dir / fmt::format(".{}.tmpXXXXXX", target.filename().string())).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) fail_output("{}: cannot create a temporary file: {}", path, std::strerror(errno));
+  int err = write_all(fd, contents);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    fail_output("{}: write failed: {}", path, std::strerror(err));
   }
-  ::chmod(tmp_template.c_str(), 0644);
-  if (std::rename(tmp_template.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp_template.c_str());
-    fail("{}: cannot rename temporary file into place: {}", path, std::strerror(err));
+  ::chmod(tmp.c_str(), 0644);
+  if (std::rename(tmp.c_str(), out.path.c_str()) != 0) {
+    err = errno;
+    ::unlink(tmp.c_str());
+    fail_output("{}: cannot rename the temporary file into place: {}", path, std::strerror(err));
   }
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-/// File helpers shared by every tool: whole-file reads with clear errors, and atomic writes so a
-/// failed run never leaves a half-written output behind.
+/// File helpers shared by every tool: whole-file reads with clear errors, and safe writes: a
+/// regular output file is replaced atomically (temporary file + rename, so a failed run never
+/// leaves it half-written), while a special file given as an output (a character device such as
+/// /dev/null, a FIFO) is written in place and never renamed over.
 
 #include <string>
 #include <string_view>
@@ -10,13 +12,16 @@ namespace octo {
 /// Reads a whole file; throws octo::Error naming the path when it cannot.
 [[nodiscard]] std::string read_file(const std::string& path);
 
-/// Refuses an output path early (before any work) when its folder is missing or it names a
-/// folder, so a failed run writes no file at all. `option` names the flag in the message
-/// ("-o", "--report"). An empty path (output not requested) passes.
+/// Refuses an output path early (before any work), with octo::OutputError: its folder is missing,
+/// it names a folder, a dangling symbolic link, or a special file that cannot take a stream of
+/// bytes (a socket, a block device). `option` names the flag in the message ("-o", "--report").
+/// An empty path (output not requested) passes.
 void check_output_path(const std::string& path, std::string_view option);
 
-/// Writes `contents` to `path` through a temporary file in the same folder and a rename, so the
-/// old file stays intact unless the new one was written completely.
+/// Writes `contents` to `path`: a new path or a regular file (also through symbolic links, which
+/// stay links) through a temporary file in the same folder and a rename, so the old file stays
+/// intact unless the new one was written completely; a character device or a FIFO by plain
+/// writing. Throws octo::OutputError for anything else (see check_output_path).
 void write_file_atomic(const std::string& path, std::string_view contents);
 
 }  // namespace octo

@@ -16,11 +16,16 @@ struct State {
   State() {
     if (const char* env = std::getenv("OCTO_LOG")) {
       std::string v(env);
-      if (v == "debug") level = Level::Debug;
-      else if (v == "info") level = Level::Info;
-      else if (v == "warn") level = Level::Warn;
-      else if (v == "error") level = Level::Error;
-      else if (v == "quiet") level = Level::Quiet;
+      if (v == "debug")
+        level = Level::Debug;
+      else if (v == "info")
+        level = Level::Info;
+      else if (v == "warn")
+        level = Level::Warn;
+      else if (v == "error")
+        level = Level::Error;
+      else if (v == "quiet")
+        level = Level::Quiet;
     }
     if (const char* env = std::getenv("OCTO_LOG_SUBSYS")) subsys = env;
   }
@@ -57,8 +62,10 @@ void write(Level lvl, std::string_view sub, std::string_view message) {
   std::lock_guard lock(s.mutex);
   std::string prefix;
   if (s.rank >= 0) prefix = fmt::format("[rank {}] ", s.rank);
-  if (lvl == Level::Info) fmt::print(stderr, "{}{}\n", prefix, message);
-  else fmt::print(stderr, "{}{} {}: {}\n", prefix, names[static_cast<int>(lvl)], sub, message);
+  if (lvl == Level::Info)
+    fmt::print(stderr, "{}{}\n", prefix, message);
+  else
+    fmt::print(stderr, "{}{} {}: {}\n", prefix, names[static_cast<int>(lvl)], sub, message);
   std::fflush(stderr);
 }
 

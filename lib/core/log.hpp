@@ -2,9 +2,9 @@
 /// Rank-aware logging. OCTO_LOG=debug|info|warn|error sets the level and OCTO_LOG_SUBSYS=a,b
 /// limits debug output to those subsystems (like NCCL_DEBUG / NCCL_DEBUG_SUBSYS).
 
-#include <string_view>
-
 #include <fmt/format.h>
+
+#include <string_view>
 
 namespace octo::log {
 

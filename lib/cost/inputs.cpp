@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -10,20 +11,58 @@
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/system.hpp"
+#include "core/units.hpp"
+#include "cost/agreement.hpp"
 #include "cost/estimate.hpp"
 #include "cost/profile_io.hpp"
+#include "spec/limits.hpp"
 #include "spec/loader.hpp"
 #include "spec/yaml_reader.hpp"
 
 namespace octo {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 /// Options come from the command line: errors about them name the option, not a file position.
 [[noreturn]] void option_error(std::string_view option, const std::string& problem,
                                const std::string& expected) {
-  throw InputError(SourceLocation{"command line", 0, 0}, std::string(option), problem, expected);
+  throw UsageError(fmt::format("command line: {}: {} (expected {})", option, problem, expected));
+}
+
+/// An override must stay within the bounds the model file's field has.
+void check_override(std::string_view option, std::int64_t value, const char* field) {
+  if (value > kMaxInputInteger)
+    option_error(option, fmt::format("{} is too large", value),
+                 fmt::format("at most {}, the bound of {} in a model file", kMaxInputInteger, field));
+}
+
+/// A lower bound of the bytes the planner holds per (stage, micro-batch) pair of the largest plan it
+/// builds (the ops, the lowering's and the simulator's per-op arrays; the tuner adds candidates and
+/// a simulator per thread). scripts/bench-plan-memory measured 905-2292 bytes for `baseline` and
+/// 1571 (1 thread) to 4667 (8 threads) for `plan`, fixed overheads included: work whose lower bound
+/// already exceeds the machine's memory cannot run, so it is refused before anything is allocated.
+constexpr double kPlanningBytesPerPair = 1024;
+
+/// Refuses work that cannot fit in this machine's memory, before allocating any of it.
+void check_planning_memory(const InputOptions& o, const ModelSpec& model, int pp, int microbatches) {
+  const std::int64_t physical = physical_memory_bytes();
+  if (physical <= 0) return;
+  // The tuner's largest structures have up to 4 stages per device (never more than layers).
+  const double stages = std::min<double>(4.0 * pp, static_cast<double>(model.layers.size()));
+  const double need = stages * microbatches * kPlanningBytesPerPair;
+  if (need <= static_cast<double>(physical)) return;
+  const std::string what = fmt::format(
+      "{} micro-batches on {} pipeline devices would need at least {:.0f} GiB of memory to plan (up to "
+      "{:.0f} "
+      "stages x {} micro-batches x {:.0f} KiB), more than this machine's {:.0f} GiB",
+      microbatches, pp, to_gib(need), stages, microbatches, to_kib(kPlanningBytesPerPair),
+      to_gib(static_cast<double>(physical)));
+  if (o.microbatches > 0)
+    throw Error(fmt::format("command line: --microbatches: {} (expected fewer micro-batches)", what),
+                ErrorKind::TooLarge);
+  throw Error(fmt::format("{}: training: {} (expected fewer micro-batches; override with --microbatches)",
+                          model.source, what),
+              ErrorKind::TooLarge);
 }
 
 int resolve_microbatches(const InputOptions& o, const ModelSpec& model, int pp, int dp) {
@@ -48,6 +87,25 @@ int resolve_microbatches(const InputOptions& o, const ModelSpec& model, int pp, 
 
 }  // namespace
 
+void override_shape(ModelSpec& model, int micro_batch, std::int64_t seq) {
+  check_override("--micro-batch", micro_batch, "training.micro_batch");
+  check_override("--seq", seq, "seq_len");
+  if (seq > model.seq_len)
+    option_error(
+        "--seq", fmt::format("{} is longer than the seq_len {} of model {}", seq, model.seq_len, model.name),
+        fmt::format("at most {}: a plan's sequences must fit its model (octorun refuses longer ones); raise "
+                    "seq_len in {}",
+                    model.seq_len, model.source));
+  if (micro_batch > 0) model.training.micro_batch = micro_batch;
+  if (seq > 0) model.seq_len = seq;
+  if (micro_batch > 0 || seq > 0) {
+    if (const auto p = model_size_problem(model))
+      option_error(seq > 0 ? "--seq" : "--micro-batch",
+                   fmt::format("{} with model {}: {}", seq > 0 ? seq : micro_batch, model.name, p->problem),
+                   "a smaller --seq / --micro-batch");
+  }
+}
+
 PlannerInputs load_inputs(const InputOptions& o) {
   if (o.model_path.empty())
     option_error("MODEL", "no model file given", "a model YAML file (profiles/models/*.yaml)");
@@ -69,8 +127,7 @@ PlannerInputs load_inputs(const InputOptions& o) {
   if (o.tp > 0) cluster.tp = o.tp;
   if (o.dp > 0) cluster.dp = o.dp;
   if (o.pp > 0) cluster.pp = o.pp;
-  if (o.micro_batch > 0) model.training.micro_batch = o.micro_batch;
-  if (o.seq > 0) model.seq_len = o.seq;
+  override_shape(model, o.micro_batch, o.seq);
 
   const int world = cluster.world();
   const std::int64_t tp_dp = static_cast<std::int64_t>(cluster.tp) * cluster.dp;
@@ -95,6 +152,7 @@ PlannerInputs load_inputs(const InputOptions& o) {
                                  model.layers.size()),
                      fmt::format("pp <= {}{}", model.layers.size(), o.pp > 0 ? "" : "; set it with --pp"));
   in.microbatches = resolve_microbatches(o, model, in.pp, cluster.dp);
+  check_planning_memory(o, model, in.pp, in.microbatches);
 
   if (o.costs_path.empty()) {
     in.costs = estimate_costs(model, cluster);
@@ -102,24 +160,18 @@ PlannerInputs load_inputs(const InputOptions& o) {
   } else {
     in.costs_yaml = yaml::read_input_file(o.costs_path, "a costs YAML file");
     in.costs = parse_costs(in.costs_yaml, o.costs_path);
-    if (in.costs.layers.size() != model.layers.size())
-      throw InputError(SourceLocation{o.costs_path, 0, 0}, "layers",
-                       fmt::format("{} entries, but model {} ({}) has {} layers", in.costs.layers.size(),
-                                   model.name, model.source, model.layers.size()),
-                       "one entry per model layer, embedding first and LM head last");
+    const CostShape shape{model.training.micro_batch, model.seq_len, cluster.tp};
+    if (const auto problem = costs_disagreement(model, in.costs, shape))
+      throw InputError(SourceLocation{o.costs_path}, "",
+                       fmt::format("{} (model {})", *problem, model.source));
     if (in.costs.model != model.name)
-      log::warn("cost", "{}: costs are for model '{}', not '{}' (layer counts agree; using them anyway)",
+      log::warn("cost", "{}: costs are for model '{}', not '{}' (their layers agree; using them anyway)",
                 o.costs_path, in.costs.model, model.name);
-    if (in.costs.micro_batch != model.training.micro_batch || in.costs.seq != model.seq_len ||
-        in.costs.tp != cluster.tp)
-      log::warn("cost", "{}: costs are for micro-batch {}, seq {}, tp {}; the run uses {}, {}, {}",
-                o.costs_path, in.costs.micro_batch, in.costs.seq, in.costs.tp, model.training.micro_batch,
-                model.seq_len, cluster.tp);
   }
 
   if (o.memory_limit_gib) {
-    if (!(*o.memory_limit_gib > 0))
-      option_error("--memory-limit-gib", fmt::format("{} is not positive", *o.memory_limit_gib),
+    if (!(*o.memory_limit_gib > 0) || !std::isfinite(*o.memory_limit_gib))
+      option_error("--memory-limit-gib", fmt::format("{} is not a positive size", *o.memory_limit_gib),
                    "a size in GiB > 0");
     in.memory_limit_bytes = *o.memory_limit_gib * kGiB;
   } else {

@@ -15,8 +15,8 @@ namespace octo {
 /// What the user typed; zero / empty means "use the file's or the default value".
 struct InputOptions {
   std::string model_path;
-  std::string cluster_path;   ///< empty: embedded h100x8
-  std::string costs_path;     ///< empty: analytic estimate
+  std::string cluster_path;  ///< empty: embedded h100x8
+  std::string costs_path;    ///< empty: analytic estimate
   int pp = 0;
   int tp = 0;
   int dp = 0;
@@ -34,13 +34,20 @@ struct PlannerInputs {
   std::string model_yaml;
   std::string cluster_yaml;
   std::string costs_yaml;
-  int pp = 1;             ///< pipeline devices
+  int pp = 1;  ///< pipeline devices
   int microbatches = 1;
   double memory_limit_bytes = 0;  ///< per pipeline device
 };
 
-/// Loads and cross-checks all inputs (costs must have one entry per model layer, pp * tp * dp
-/// must fit the cluster, ...). Throws octo::InputError / octo::Error with the offending file.
+/// Applies --micro-batch / --seq (0: keep the model's) to `model` through the bounds of the model
+/// file's fields: at most kMaxInputInteger, seq within the model's seq_len, derived sizes within
+/// spec/limits.hpp's. Throws octo::UsageError naming the option.
+void override_shape(ModelSpec& model, int micro_batch, std::int64_t seq);
+
+/// Loads and cross-checks all inputs: the options through override_shape, the costs against the
+/// model at the run's shape (cost/agreement.hpp), pp * tp * dp within the cluster, and the
+/// planning work within this machine's memory. Throws octo::InputError / octo::UsageError /
+/// octo::Error (kind TooLarge) naming the offending file or option.
 [[nodiscard]] PlannerInputs load_inputs(const InputOptions& options);
 
 }  // namespace octo

@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/random.hpp"
+#include "core/units.hpp"
 #include "exec/runtime.hpp"
 #include "nn/data.hpp"
 #include "nn/model.hpp"
@@ -23,19 +25,11 @@ namespace octo::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kKiB = 1024.0;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-/// Counter-based values so every rank and every run feeds the layers the same inputs.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 nn::MicroBatch synthetic_batch(int batch, int seq, std::int64_t vocab, std::uint64_t seed) {
   nn::MicroBatch mb;
   mb.batch = batch;
@@ -43,9 +37,11 @@ nn::MicroBatch synthetic_batch(int batch, int seq, std::int64_t vocab, std::uint
   const auto n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(seq);
   mb.tokens.resize(n);
   mb.targets.resize(n);
+  // Counter-based values so every rank and every run feeds the layers the same inputs.
   for (std::size_t i = 0; i < n; ++i) {
-    mb.tokens[i] = static_cast<std::int32_t>(mix(seed + 2 * i) % static_cast<std::uint64_t>(vocab));
-    mb.targets[i] = static_cast<std::int32_t>(mix(seed + 2 * i + 1) % static_cast<std::uint64_t>(vocab));
+    mb.tokens[i] = static_cast<std::int32_t>(splitmix64(seed + 2 * i) % static_cast<std::uint64_t>(vocab));
+    mb.targets[i] =
+        static_cast<std::int32_t>(splitmix64(seed + 2 * i + 1) % static_cast<std::uint64_t>(vocab));
   }
   return mb;
 }
@@ -290,7 +286,7 @@ std::optional<LinkMeasurement> measure_link(Comm& world, Comm& comm, nn::Device&
         Request s = comm.isend(send_span(back), 0, tag);
         s.wait();
       }
-      if (rep >= warm) rtt.push_back(ms_between(t0, Clock::now()) * 1000.0);
+      if (rep >= warm) rtt.push_back(ms_to_us(ms_between(t0, Clock::now())));
     }
     // The transport's own time: the 10th percentile of the round trips (summarize is unit-agnostic,
     // µs here). Scheduling noise only adds to a transfer; the blocked ping-pong below measures the
@@ -323,7 +319,7 @@ std::optional<LinkMeasurement> measure_link(Comm& world, Comm& comm, nn::Device&
         Request s = comm.isend(send_span(back), 0, tag);
         s.wait();
       }
-      if (rep >= warm) rtt.push_back(ms_between(t0, Clock::now()) * 1000.0);
+      if (rep >= warm) rtt.push_back(ms_to_us(ms_between(t0, Clock::now())));
     }
     if (me == 0) blocked[k] = (summarize(rtt).median_ms - 2 * kBusyUs) / 2.0;
     world.barrier();
@@ -408,7 +404,7 @@ Timing measure_overhead(nn::Device& device, Comm& world, Comm& comm, const Profi
 
     // Text for the byte tokenizer: any bytes will do, deterministic.
     std::string text(static_cast<std::size_t>(seq) * 64 + 1024, ' ');
-    for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>(32 + mix(i) % 95);
+    for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>(32 + splitmix64(i) % 95);
     const nn::TextData data(text, "<profile: synthetic text>");
     RuntimeOptions ro;
     ro.seed = o.seed;

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "plan/semantics.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
@@ -112,8 +113,7 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
   return out;
 }
 
-nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int warmup) {
-  using nlohmann::json;
+Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
   const Plan& p = plan.plan;
   const auto [first, end] = measured_range(stats.steps, warmup);
   const double tokens =
@@ -176,14 +176,23 @@ nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int wa
         total += std::max(0.0, spans[i].start_us - ready);
         prev_end = spans[i].end_us;
       }
-      per_step.push_back(total / 1000.0);
+      per_step.push_back(us_to_ms(total));
     }
     delay_ms[r] = median(per_step);
   }
   double delay_sum = 0;
   for (double x : delay_ms) delay_sum += x;
 
-  json ranks = json::array();
+  Measurement m;
+  m.steps = stats.steps;
+  m.measured_steps = end - first;
+  m.iteration_time_ms = it_ms;
+  m.pipeline_time_ms = pipe_ms;
+  m.bubble_ratio = median(bubble);
+  m.tokens_per_s = it_ms > 0 ? tokens / (it_ms / kMsPerS) : 0.0;
+  m.overhead_us_per_op = ops > 0 ? ms_to_us(overhead_ms) / ops : 0.0;
+  m.progress_us_per_op = ops > 0 ? ms_to_us(progress_ms) / ops : 0.0;
+  m.start_delay_ratio = pipe_ms > 0 ? delay_sum / (stats.ranks * pipe_ms) : 0.0;
   for (std::size_t r = 0; r < stats.per_rank.size(); ++r) {
     std::vector<double> busy, wait, over, ar;
     std::int64_t peak = 0;
@@ -195,18 +204,19 @@ nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int wa
       ar.push_back(st.allreduce_ms);
     }
     for (const StepStats& st : stats.per_rank[r]) peak = std::max(peak, st.peak_activation_bytes);
-    const double b = median(busy);
-    ranks.push_back({{"rank", r},
-                     {"device", static_cast<int>(r) % p.devices},
-                     {"replica", static_cast<int>(r) / p.devices},
-                     {"busy_ms", b},
-                     {"idle_ms", std::max(0.0, pipe_ms - b)},
-                     {"wait_ms", median(wait)},
-                     {"overhead_ms", median(over)},
-                     {"allreduce_ms", median(ar)},
-                     {"start_delay_ms", delay_ms[r]},
-                     {"peak_activation_bytes", peak},
-                     {"ops", stats.per_rank[r].empty() ? 0 : stats.per_rank[r].front().ops}});
+    RankMeasurement rm;
+    rm.rank = static_cast<int>(r);
+    rm.device = static_cast<int>(r) % p.devices;
+    rm.replica = static_cast<int>(r) / p.devices;
+    rm.busy_ms = median(busy);
+    rm.idle_ms = std::max(0.0, pipe_ms - rm.busy_ms);
+    rm.wait_ms = median(wait);
+    rm.overhead_ms = median(over);
+    rm.allreduce_ms = median(ar);
+    rm.start_delay_ms = delay_ms[r];
+    rm.peak_activation_bytes = peak;
+    rm.ops = stats.per_rank[r].empty() ? 0 : stats.per_rank[r].front().ops;
+    m.ranks.push_back(rm);
   }
 
   // Mean op time per stage and kind over the measured steps and all replicas.
@@ -220,66 +230,56 @@ nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int wa
         const int slot = kind_slot(program[i].kind);
         if (slot < 0) continue;
         sum[static_cast<std::size_t>(program[i].stage)][static_cast<std::size_t>(slot)] +=
-            (spans[i].end_us - spans[i].start_us) / 1000.0;
+            us_to_ms(spans[i].duration_us());
         n[static_cast<std::size_t>(program[i].stage)][static_cast<std::size_t>(slot)] += 1;
       }
     }
   }
-  json stage_ms = json::array();
   for (std::size_t s = 0; s < S; ++s) {
-    json e = {{"stage", s}};
+    StageOpTimes times;
+    times.stage = static_cast<int>(s);
     for (std::size_t k = 0; k < kComputeKinds.size(); ++k)
-      if (n[s][k] > 0) e[std::string(to_string(kComputeKinds[k]))] = sum[s][k] / n[s][k];
-    stage_ms.push_back(std::move(e));
+      if (n[s][k] > 0) times.set(kComputeKinds[k], sum[s][k] / n[s][k]);
+    m.stage_ms.push_back(times);
   }
-
-  std::vector<double> losses;
-  for (int s = 0; s < stats.steps; ++s) losses.push_back(stats.losses[static_cast<std::size_t>(s)]);
-  return {{"steps", stats.steps},
-          {"measured_steps", end - first},
-          {"iteration_time_ms", it_ms},
-          {"pipeline_time_ms", pipe_ms},
-          {"bubble_ratio", median(bubble)},
-          {"tokens_per_s", it_ms > 0 ? tokens / (it_ms / 1000.0) : 0.0},
-          {"overhead_us_per_op", ops > 0 ? 1000.0 * overhead_ms / ops : 0.0},
-          {"progress_us_per_op", ops > 0 ? 1000.0 * progress_ms / ops : 0.0},
-          {"start_delay_ratio", pipe_ms > 0 ? delay_sum / (stats.ranks * pipe_ms) : 0.0},
-          {"ranks", std::move(ranks)},
-          {"stage_ms", std::move(stage_ms)},
-          {"loss", losses}};
+  for (int s = 0; s < stats.steps; ++s) m.loss.push_back(stats.losses[static_cast<std::size_t>(s)]);
+  return m;
 }
 
-nlohmann::json resimulate_json(const ExecPlan& plan, const nlohmann::json& measured) {
-  SimInput input = make_sim_input(plan.plan);
-  input.op_overhead_ms = 0;
-  const auto& stage_ms = measured.at("stage_ms");
-  for (std::size_t s = 0; s < input.stages.size(); ++s) {
-    const auto& e = stage_ms.at(s);
-    StageCost& c = input.stages[s];
-    const auto get = [&](const char* k) { return e.contains(k) ? e.at(k).get<double>() : -1.0; };
-    const double f = get("F"), b = get("B"), w = get("W"), bw = get("BW"), r = get("R");
-    if (f >= 0) c.f_ms = f;
-    if (r >= 0) c.r_ms = r;
-    if (b >= 0 && w >= 0) {
-      c.b_ms = b;
-      c.w_ms = w;
-    } else if (bw >= 0) {
-      // Only fused ops ran: keep the plan's B:W proportion, with the measured sum.
-      const double total = c.b_ms + c.w_ms;
-      const double share = total > 0 ? c.b_ms / total : 0.5;
-      c.b_ms = bw * share;
-      c.w_ms = bw - c.b_ms;
+Resimulation resimulate(const ExecPlan& plan, const Measurement& measured) {
+  Resimulation out;
+  try {
+    SimInput input = make_sim_input(plan.plan);
+    input.op_overhead_ms = 0;
+    for (std::size_t s = 0; s < input.stages.size() && s < measured.stage_ms.size(); ++s) {
+      const StageOpTimes& e = measured.stage_ms[s];
+      StageCost& c = input.stages[s];
+      const auto f = e.of(OpKind::F), b = e.of(OpKind::B), w = e.of(OpKind::W), bw = e.of(OpKind::BW),
+                 r = e.of(OpKind::R);
+      if (f) c.f_ms = *f;
+      if (r) c.r_ms = *r;
+      if (b && w) {
+        c.b_ms = *b;
+        c.w_ms = *w;
+      } else if (bw) {
+        // Only fused ops ran: keep the plan's B:W proportion, with the measured sum.
+        const double total = c.b_ms + c.w_ms;
+        const double share = total > 0 ? c.b_ms / total : 0.5;
+        c.b_ms = *bw * share;
+        c.w_ms = *bw - c.b_ms;
+      }
     }
+    const SimResult sim = simulate(plan.plan, input);
+    out.iteration_time_ms = sim.makespan_ms;
+    out.bubble_ratio = sim.bubble_ratio;
+    out.tokens_per_s = sim.tokens_per_s;
+    for (std::size_t d = 0; d < sim.devices.size(); ++d)
+      out.devices.push_back({static_cast<int>(d), sim.devices[d].busy_ms, sim.devices[d].idle_ms});
+  } catch (const std::exception& e) {
+    out = Resimulation{};
+    out.error = e.what();
   }
-  const SimResult sim = simulate(plan.plan, input);
-  nlohmann::json devices = nlohmann::json::array();
-  for (std::size_t d = 0; d < sim.devices.size(); ++d)
-    devices.push_back(
-        {{"device", d}, {"busy_ms", sim.devices[d].busy_ms}, {"idle_ms", sim.devices[d].idle_ms}});
-  return {{"iteration_time_ms", sim.makespan_ms},
-          {"bubble_ratio", sim.bubble_ratio},
-          {"tokens_per_s", sim.tokens_per_s},
-          {"devices", std::move(devices)}};
+  return out;
 }
 
 Timeline measured_timeline(const ExecPlan& plan, const RunStats& stats) {

@@ -1,13 +1,13 @@
 #pragma once
-/// What a run measured, gathered over the ranks: the `--report` JSON (measured beside the plan's
-/// predicted figures) and the `--trace` timeline, in the simulator's trace format (sim/trace.hpp)
-/// so the measured and the simulated timelines open side by side.
+/// What a run measured, gathered over the ranks: the measurement of the `--report` file (the typed
+/// run report, plan/run_report.hpp, beside the plan's predicted figures) and the `--trace` timeline, in the
+/// simulator's trace format (sim/trace.hpp) so the measured and the simulated timelines open side by side.
 
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "exec/comm.hpp"
 #include "exec/runtime.hpp"
+#include "plan/run_report.hpp"
 #include "sim/trace.hpp"
 
 namespace octo::exec {
@@ -38,13 +38,13 @@ struct RunStats {
 ///                       start − max(previous compute op's end, the SEND posts of their
 ///                       cross-device inputs)), peak_activation_bytes (max over steps), ops
 /// and the mean F/B/W/BW/R time of every stage (stage_ms).
-[[nodiscard]] nlohmann::json measured_json(const ExecPlan& plan, const RunStats& stats, int warmup);
+[[nodiscard]] Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup);
 
 /// The simulator's figures for the same plan with the measured per-stage op times in place of
 /// the plan's costs (links from the plan's cluster): how far the executor is from the model of
-/// it, with the cost estimate taken out. Throws octo::Error when the plan's inputs cannot be
-/// simulated.
-[[nodiscard]] nlohmann::json resimulate_json(const ExecPlan& plan, const nlohmann::json& measured);
+/// it, with the cost estimate taken out. A plan whose inputs cannot be simulated gives the reason
+/// in Resimulation::error.
+[[nodiscard]] Resimulation resimulate(const ExecPlan& plan, const Measurement& measured);
 
 /// The measured timeline of the last step of `stats`: per rank a
 /// process "device d" ("device d replica q" for q > 0) with tracks "compute" and "comm", SEND →

@@ -9,11 +9,9 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "plan/deadlock.hpp"
 #include "plan/plan_io.hpp"
 #include "plan/semantics.hpp"
-#include "plan/validate.hpp"
-#include "spec/loader.hpp"
+#include "sim/check.hpp"
 
 namespace octo::exec {
 namespace {
@@ -47,34 +45,22 @@ ExecPlan prepare_plan(Plan plan, std::string source, int world_size) {
          plan.dp);
   const int needed = plan.devices * plan.dp;
   if (world_size != needed)
-    fail(
+    fail_usage(
         "{}: world size {} does not match the plan: {} pipeline device{} x dp {} = {} rank{} (run mpirun -np "
         "{})",
         source, world_size, plan.devices, plan.devices == 1 ? "" : "s", plan.dp, needed,
         needed == 1 ? "" : "s", needed);
-  if (plan.tp != 1)
-    fail("{}: tensor parallelism (tp {}) is not supported by the executor yet (expected tp 1)", source,
-         plan.tp);
-  if (plan.model_yaml.empty())
-    fail("{}: the plan embeds no model (inputs.model.yaml is empty); make it with octoplan", source);
-  ExecPlan out;
-  out.model = parse_model(plan.model_yaml,
-                          plan.model_source.empty() ? source + " (embedded model)" : plan.model_source);
-  // The same checks as `octoplan check`: structure against the model, then deadlock freedom.
-  ValidateOptions validation;
-  validation.comm = CommCheck::Required;
-  validation.model_layers = static_cast<int>(out.model.layers.size());
-  require_valid(plan, source, validation);
-  const DeadlockReport deadlock = check_deadlock(plan);
-  if (deadlock.deadlock)
-    fail("{}: refusing to run a plan that cannot complete: {}", source, deadlock.message);
+  // The one check of `octoplan check`: inputs, structure, byte counts, deadlock freedom, prediction,
+  // memory and the executor's limits, so octorun runs exactly the plans it accepts.
+  const CheckResult check = check_plan(plan, source);
+  if (check.inputs_ok && check.structure_ok && !check.deadlock_free)
+    fail("{}: refusing to run a plan that cannot complete: {}", source, check.deadlock);
+  require_ok(check);
+  for (const std::string& note : check.notes) log::warn("exec", "{}: {}", source, note);
 
-  if (plan.micro_batch <= 0)
-    fail("{}: micro_batch {} (expected a positive number of sequences)", source, plan.micro_batch);
+  ExecPlan out;
+  out.model = check.inputs->model;
   const std::int64_t seq = plan.seq > 0 ? plan.seq : out.model.seq_len;
-  if (seq > out.model.seq_len)
-    fail("{}: seq {} exceeds the model's seq_len {} (expected at most {})", source, seq, out.model.seq_len,
-         out.model.seq_len);
   out.model.seq_len = seq;
   out.model.training.micro_batch = plan.micro_batch;
   out.model.training.microbatches = plan.microbatches;
@@ -85,7 +71,7 @@ ExecPlan prepare_plan(Plan plan, std::string source, int world_size) {
 }
 
 ExecPlan load_exec_plan(const std::string& path, int world_size) {
-  LoadOptions options;  // prepare_plan validates, after the world-size check
+  LoadOptions options;  // prepare_plan checks, after the world-size check
   options.validate = false;
   options.check_deadlock = false;
   return prepare_plan(load_plan(path, options), path, world_size);
@@ -245,7 +231,7 @@ nn::Buffer Runtime::take_input(StepState& st, int producer, int mb, TensorKind k
       fail("waiting for {} (op {}): {}", describe(op), in.op, e.what());
     }
     const auto after = Clock::now();
-    st.stats.wait_ms += us_between(before, after) / 1000.0;
+    st.stats.wait_ms += us_to_ms(us_between(before, after));
     in.arrived = true;
     st.stats.spans[static_cast<std::size_t>(in.op)].end_us = us_between(st.t0, after);
   }
@@ -289,7 +275,7 @@ void Runtime::progress(StepState& st) {
 void Runtime::run_op(StepState& st, std::size_t index) {
   const Op& op = (*st.program)[index];
   const Plan& p = plan_.plan;
-  OpSpan& span = st.stats.spans[index];
+  SpanUs& span = st.stats.spans[index];
 
   if (!st.eval && options_.fault.kind != FaultInjection::Kind::None && options_.fault.rank == rank_ &&
       options_.fault.step == st.step && options_.fault.op == static_cast<int>(index)) {
@@ -388,7 +374,7 @@ void Runtime::run_op(StepState& st, std::size_t index) {
       fail("unexpected op kind");
   }
   span.end_us = st.now_us();
-  st.stats.busy_ms += (span.end_us - span.start_us) / 1000.0;
+  st.stats.busy_ms += us_to_ms(span.duration_us());
 }
 
 std::int64_t Runtime::samples_per_step() const {
@@ -448,7 +434,7 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
       run_op(st, i);
       const auto before = Clock::now();
       progress(st);
-      st.stats.progress_ms += us_between(before, Clock::now()) / 1000.0;
+      st.stats.progress_ms += us_to_ms(us_between(before, Clock::now()));
     } catch (const std::exception& e) {
       fail_at(fmt::format("{} (op {})", describe(program[i]), i), e);
     }
@@ -463,7 +449,7 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
     fail_at("the end of the op list (waiting for sends to complete)", e);
   }
   const auto sent = Clock::now();
-  st.stats.wait_ms += us_between(walked, sent) / 1000.0;
+  st.stats.wait_ms += us_to_ms(us_between(walked, sent));
   st.sends.clear();
   for (const auto& c : st.contexts)
     if (c) fail("[rank {}] internal error: a micro-batch context is still alive after the op list", rank_);
@@ -478,11 +464,11 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
 
   // Pipeline figures: the op walk ends with this rank's last op.
   double last_end = 0;
-  for (const OpSpan& s : st.stats.spans) last_end = std::max(last_end, s.end_us);
-  st.stats.pipeline_ms = last_end / 1000.0;
+  for (const SpanUs& s : st.stats.spans) last_end = std::max(last_end, s.end_us);
+  st.stats.pipeline_ms = us_to_ms(last_end);
   st.stats.ops = static_cast<int>(program.size());
   st.stats.overhead_ms =
-      std::max(0.0, us_between(st.t0, sent) / 1000.0 - st.stats.busy_ms - st.stats.wait_ms);
+      std::max(0.0, us_to_ms(us_between(st.t0, sent)) - st.stats.busy_ms - st.stats.wait_ms);
   log::debug(
       "exec",
       "step {}: busy {:.3f} ms, waits {:.3f} ms, overhead {:.3f} ms ({:.3f} ms testing transfers), {} ops",
@@ -502,11 +488,11 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
       if (p.dp > 1) dp_group_->all_reduce(std::span<float>(&loss, 1));
       st.stats.loss = loss;
     }
-    st.stats.allreduce_ms = us_between(before, Clock::now()) / 1000.0;
+    st.stats.allreduce_ms = us_to_ms(us_between(before, Clock::now()));
   } catch (const std::exception& e) {
     fail_at("the data-parallel gradient all-reduce", e);
   }
-  st.stats.step_ms = us_between(st.t0, Clock::now()) / 1000.0;
+  st.stats.step_ms = us_to_ms(us_between(st.t0, Clock::now()));
   return std::move(st.stats);
 }
 

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.hpp"
 #include "exec/comm.hpp"
 #include "nn/data.hpp"
 #include "nn/device.hpp"
@@ -50,10 +51,10 @@ struct ExecPlan {
   [[nodiscard]] int stages() const { return static_cast<int>(plan.stages.size()); }
 };
 
-/// Everything that is checked before any work: the world size equals devices × dp; the plan is
-/// structurally valid against its embedded model and deadlock-free (the checks of `octoplan
-/// check`, plan/validate.hpp and plan/deadlock.hpp); micro-batch and sequence sizes fit the
-/// model; tp is 1. Throws octo::Error naming `source` and the problem.
+/// Everything that is checked before any work: the world size equals devices × dp (else
+/// octo::UsageError); the plan passes the one check of `octoplan check` (sim/check.hpp: embedded
+/// inputs, structure, byte counts, deadlock freedom, stored prediction, memory, tp 1). Throws
+/// octo::Error naming `source` and the problems.
 [[nodiscard]] ExecPlan prepare_plan(Plan plan, std::string source, int world_size);
 /// load_plan + prepare_plan.
 [[nodiscard]] ExecPlan load_exec_plan(const std::string& path, int world_size);
@@ -80,13 +81,9 @@ struct RuntimeOptions {
   FaultInjection fault;
 };
 
-/// Measured span of one op of the device's program, µs since the step started (all ranks start a
-/// step together after a barrier). Comm ops span from posting to the observed completion; a
-/// compute op starts after its inputs have arrived.
-struct OpSpan {
-  double start_us = 0;
-  double end_us = 0;
-};
+// The measured span of one op of the device's program (core/units.hpp's SpanUs): µs since the
+// step started (all ranks start a step together after a barrier). Comm ops span from posting to
+// the observed completion; a compute op starts after its inputs have arrived.
 
 struct StepStats {
   std::int64_t step = 0;
@@ -103,7 +100,7 @@ struct StepStats {
   double update_ms = 0;     ///< the optimizer step (filled in by whoever calls update())
   int ops = 0;              ///< ops walked (compute and comm)
   std::int64_t peak_activation_bytes = 0;  ///< device memory above the step's start, at its peak
-  std::vector<OpSpan> spans;               ///< per op of the program
+  std::vector<SpanUs> spans;               ///< per op of the program, µs since the step began
 };
 
 class Runtime {

@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <new>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/log.hpp"
+#include "core/system.hpp"
+#include "core/units.hpp"
 #include "exec/agree.hpp"
 #include "exec/checkpoint.hpp"
 #include "exec/report.hpp"
@@ -62,10 +65,31 @@ void load_data(Setup& s, const TrainOptions& o) {
   }
 }
 
+/// Refuses a run whose recorded figures (every op's span of every step on every rank, gathered on
+/// each rank for the report) would not fit in this machine's memory.
+void check_run_memory(const TrainOptions& o, const ExecPlan& plan, int ranks) {
+  const std::int64_t physical = physical_memory_bytes();
+  if (physical <= 0) return;
+  std::size_t ops = 0;
+  for (const auto& program : plan.plan.programs) ops = std::max(ops, program.size());
+  // Per step: this rank's spans and stats, the gathered span table (two floats per op and rank)
+  // and every rank's spans after the gather.
+  const double per_step =
+      static_cast<double>(ops) * (sizeof(SpanUs) + static_cast<double>(ranks) * (8 + sizeof(SpanUs))) +
+      static_cast<double>(ranks) * sizeof(StepStats);
+  const double need = per_step * o.steps;
+  if (need > static_cast<double>(physical))
+    throw Error(
+        fmt::format("--steps {}: recording the run would need about {:.0f} GiB of memory ({} steps x {} ops "
+                    "x {} ranks), more than this machine's {:.0f} GiB (expected fewer steps)",
+                    o.steps, to_gib(need), o.steps, ops, ranks, to_gib(static_cast<double>(physical))),
+        ErrorKind::TooLarge);
+}
+
 Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& backends) {
-  if (o.steps <= 0) fail("--steps {}: expected a positive number of steps", o.steps);
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) fail("--lr {}: expected a positive learning rate", o.lr);
-  if (!(o.timeout_s > 0)) fail("--timeout {}: expected a positive number of seconds", o.timeout_s);
+  if (o.steps <= 0) fail_usage("--steps {}: expected a positive number of steps", o.steps);
+  if (!(o.lr > 0) || !std::isfinite(o.lr)) fail_usage("--lr {}: expected a positive learning rate", o.lr);
+  if (!(o.timeout_s > 0)) fail_usage("--timeout {}: expected a positive number of seconds", o.timeout_s);
   check_output_path(o.report_path, "--report");
   check_output_path(o.trace_path, "--trace");
   check_output_path(o.loop.metrics_path, "--metrics");
@@ -77,6 +101,7 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   s.loop = resolve_loop_options(o.loop, o.lr, o.steps);
   s.device.emplace(backends.get(o.backend).open({.exact_gemm = o.check}));
   s.plan = load_exec_plan(o.plan_path, world.size());
+  check_run_memory(o, s.plan, world.size());
   load_data(s, o);
   return s;
 }
@@ -93,15 +118,24 @@ void print_check(const GradientCheck& c, double tolerance) {
       c.reference_loss, c.loss_diff, tolerance, c.passed(tolerance) ? "PASSED" : "FAILED");
 }
 
-nlohmann::json check_json(const GradientCheck& c, double tolerance) {
-  return {{"max_relative_difference", c.max_diff},
-          {"worst_layer", c.worst_layer},
-          {"layer_relative_difference", c.layer_diff},
-          {"loss", c.loss},
-          {"reference_loss", c.reference_loss},
-          {"loss_relative_difference", c.loss_diff},
-          {"tolerance", tolerance},
-          {"passed", c.passed(tolerance)}};
+GradientCheckSummary check_summary(const GradientCheck& c, double tolerance) {
+  GradientCheckSummary out;
+  out.max_relative_difference = c.max_diff;
+  out.worst_layer = c.worst_layer;
+  out.layer_relative_difference = c.layer_diff;
+  out.loss = c.loss;
+  out.reference_loss = c.reference_loss;
+  out.loss_relative_difference = c.loss_diff;
+  out.tolerance = tolerance;
+  out.passed = c.passed(tolerance);
+  return out;
+}
+
+/// The kind of a set-up failure (main() turns it into the exit code).
+ErrorKind kind_of(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const Error*>(&e)) return error->kind();
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return ErrorKind::TooLarge;
+  return ErrorKind::Runtime;
 }
 
 }  // namespace
@@ -119,20 +153,25 @@ std::string default_data_path() {
 TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& backends) {
   TrainResult result;
   world.set_timeout(
-      std::chrono::milliseconds(static_cast<std::int64_t>(std::max(o.timeout_s, 0.001) * 1000.0)));
+      std::chrono::milliseconds(static_cast<std::int64_t>(std::max(o.timeout_s, 0.001) * kMsPerS)));
   log::set_rank(world.rank());
 
   // Set-up: local work only, then every rank learns whether some rank failed, so a bad plan or a
   // world-size mismatch ends the job cleanly with one message, before any compute.
   std::optional<Setup> setup;
   std::string error;
+  ErrorKind kind = ErrorKind::Runtime;
   try {
     setup.emplace(set_up(world, o, backends));
   } catch (const std::exception& e) {
     error = e.what();
+    kind = kind_of(e);
   }
   if (const int failed = lowest_failing_rank(world, !error.empty()); failed >= 0) {
-    result.exit_code = 2;
+    // The lowest failing rank reports, and tells every rank the kind of its error.
+    float agreed = world.rank() == failed ? static_cast<float>(kind) : 0.0f;
+    world.all_reduce(std::span<float>(&agreed, 1), ReduceOp::Sum);
+    result.setup_failure = static_cast<ErrorKind>(static_cast<int>(agreed));
     if (world.rank() == failed) result.error = error;
     return result;
   }
@@ -175,7 +214,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     std::fflush(stdout);
   }
   if (const TrainingLoop::Resumed resumed = loop.resume(); resumed.failed) {
-    result.exit_code = 2;
+    result.setup_failure = ErrorKind::Input;  // a checkpoint that does not load under this plan
     result.error = resumed.error;
     return result;
   }
@@ -208,7 +247,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
                  s, st.loss,
                  outcome.val_loss ? fmt::format("  val loss {:.4f}", *outcome.val_loss) : std::string(),
                  update.lr, update.grad_norm, update.clip_factor < 1 ? " (clipped)" : "",
-                 tokens / (wall_ms / 1000.0), wall_ms);
+                 tokens / (wall_ms / kMsPerS), wall_ms);
       std::fflush(stdout);
     }
     if (!outcome.saved.empty() && world.rank() == 0 && !o.quiet) {
@@ -221,54 +260,45 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
 
   const RunStats stats = gather_stats(plan, steps, world);
   result.losses = stats.losses;
-  nlohmann::json measured = measured_json(plan, stats, o.warmup_steps);
-  nlohmann::json report = {{"command", "octorun"},
-                           {"plan", o.plan_path},
-                           {"method", p.method},
-                           {"model", plan.model.name},
-                           {"backend", o.backend},
-                           {"transport", world.backend()},
-                           {"world_size", world.size()},
-                           {"devices", p.devices},
-                           {"dp", p.dp},
-                           {"stages", p.stages.size()},
-                           {"microbatches", p.microbatches},
-                           {"micro_batch", p.micro_batch},
-                           {"seq", p.seq},
-                           {"seed", o.seed},
-                           {"lr", o.lr},
-                           {"warmup_steps", o.warmup_steps},
-                           {"measured", measured},
-                           {"predicted", p.predicted}};
-  try {
-    report["predicted_with_measured_costs"] = resimulate_json(plan, measured);
-  } catch (const std::exception& e) {
-    report["predicted_with_measured_costs"] = {{"error", e.what()}};
-  }
-  if (result.check) report["check"] = check_json(*result.check, o.check_tolerance);
-  result.report = report;
+  RunReport& report = result.report;
+  report.plan = o.plan_path;
+  report.method = p.method;
+  report.model = plan.model.name;
+  report.backend = o.backend;
+  report.transport = world.backend();
+  report.world_size = world.size();
+  report.devices = p.devices;
+  report.dp = p.dp;
+  report.stages = static_cast<int>(p.stages.size());
+  report.microbatches = p.microbatches;
+  report.micro_batch = p.micro_batch;
+  report.seq = p.seq;
+  report.seed = o.seed;
+  report.lr = o.lr;
+  report.warmup_steps = o.warmup_steps;
+  report.measured = measure(plan, stats, o.warmup_steps);
+  report.predicted = p.predicted;
+  report.predicted_with_measured_costs = resimulate(plan, report.measured);
+  if (result.check) report.check = check_summary(*result.check, o.check_tolerance);
+  const Measurement& measured = report.measured;
 
   if (world.rank() == 0) {
-    const auto pred = [&](const char* key) {
-      return p.predicted.is_object() && p.predicted.contains(key)
-                 ? fmt::format("{:.1f}", p.predicted.at(key).get<double>() *
-                                             (std::string(key) == "bubble_ratio" ? 100.0 : 1.0))
-                 : std::string("n/a");
+    const auto pred = [&](double Prediction::*field, double scale) {
+      return p.predicted ? fmt::format("{:.1f}", (*p.predicted).*field * scale) : std::string("n/a");
     };
     fmt::print(
         "measured over {} step(s) after {} warm-up: iteration {:.2f} ms (pipeline {:.2f} ms, plan predicts "
         "{} ms), bubble {:.1f} % (plan predicts {} %), {:.0f} tokens/s, runtime overhead {:.1f} us/op\n",
-        measured.at("measured_steps").get<int>(),
-        std::min(o.warmup_steps, static_cast<int>(steps.size()) - 1),
-        measured.at("iteration_time_ms").get<double>(), measured.at("pipeline_time_ms").get<double>(),
-        pred("iteration_time_ms"), 100.0 * measured.at("bubble_ratio").get<double>(), pred("bubble_ratio"),
-        measured.at("tokens_per_s").get<double>(), measured.at("overhead_us_per_op").get<double>());
-    const auto& re = report["predicted_with_measured_costs"];
-    if (re.contains("bubble_ratio"))
+        measured.measured_steps, std::min(o.warmup_steps, static_cast<int>(steps.size()) - 1),
+        measured.iteration_time_ms, measured.pipeline_time_ms, pred(&Prediction::iteration_time_ms, 1.0),
+        100.0 * measured.bubble_ratio, pred(&Prediction::bubble_ratio, 100.0), measured.tokens_per_s,
+        measured.overhead_us_per_op);
+    const Resimulation& re = report.predicted_with_measured_costs;
+    if (re.error.empty())
       fmt::print("simulated with the measured op times: iteration {:.2f} ms, bubble {:.1f} %\n",
-                 re.at("iteration_time_ms").get<double>(), 100.0 * re.at("bubble_ratio").get<double>());
+                 re.iteration_time_ms, 100.0 * re.bubble_ratio);
     if (!o.report_path.empty()) {
-      write_file_atomic(o.report_path, report.dump(2) + "\n");
+      write_file_atomic(o.report_path, to_json(report).dump(2) + "\n");
       fmt::print("wrote {}\n", o.report_path);
     }
     if (!o.trace_path.empty()) {
@@ -277,7 +307,6 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     }
     std::fflush(stdout);
   }
-  if (result.check && !result.check->passed(o.check_tolerance)) result.exit_code = 1;
   return result;
 }
 

@@ -9,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "exec/backend.hpp"
 #include "exec/comm.hpp"
 #include "exec/grad_check.hpp"
 #include "exec/runtime.hpp"
 #include "exec/training_loop.hpp"
 #include "nn/device.hpp"
+#include "plan/run_report.hpp"
 
 namespace octo::exec {
 
@@ -40,13 +42,17 @@ struct TrainOptions {
 };
 
 struct TrainResult {
-  /// 0: success; 1: the gradient check failed; 2: the set-up failed on some rank (every rank
-  /// returns 2; `error` is set on the lowest failing rank only, so the message is printed once).
-  int exit_code = 0;
+  /// Set when the set-up failed on some rank (every rank gets the kind of the lowest failing
+  /// rank's error, so all choose the same exit code); `error` is set on that rank only, so the
+  /// message is printed once.
+  std::optional<ErrorKind> setup_failure;
   std::string error;
   std::vector<double> losses;          ///< per step (all ranks)
   std::optional<GradientCheck> check;  ///< with --check (all ranks)
-  nlohmann::json report;               ///< the --report contents (all ranks)
+  RunReport report;                    ///< the --report contents (all ranks)
+
+  /// --check ran and the largest difference exceeded its tolerance.
+  [[nodiscard]] bool check_failed(double tolerance) const { return check && !check->passed(tolerance); }
 };
 
 /// profiles/data/tiny-corpus.txt under the current folder if present, else under the source tree
@@ -56,11 +62,11 @@ struct TrainResult {
 /// Runs the job on this rank; collective over `world`. The device is `options.backend` of
 /// `backends` (opened with exact GEMMs for --check), the transfers go over the transport it
 /// prefers. Set-up problems (bad plan, world size, unreadable data, an unknown or unusable
-/// backend, a checkpoint that does not load) are agreed on by all ranks before any work and
-/// returned (exit code 2). With --load, training continues from the checkpoint's step to
-/// options.steps. Errors while
-/// training are thrown as octo::Error "[rank r] error at <op>: ...": the caller prints them and
-/// aborts the job (Comm::abort).
+/// backend, more memory than the machine has, a checkpoint that does not load) are agreed on by
+/// all ranks before any work and returned (TrainResult::setup_failure). With --load, training
+/// continues from the checkpoint's step to options.steps. Errors while training are thrown as
+/// octo::Error "[rank r] error at <op>: ...": the caller prints them and aborts the job
+/// (Comm::abort). The exit code is main()'s choice.
 [[nodiscard]] TrainResult train(Comm& world, const TrainOptions& options, const BackendRegistry& backends);
 
 }  // namespace octo::exec

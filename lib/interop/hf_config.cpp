@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "interop/hf_family.hpp"
-#include "plan/json_reader.hpp"
+#include "core/json_reader.hpp"
 #include "spec/loader.hpp"
 
 namespace octo {

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "core/fs.hpp"
-#include "plan/json_reader.hpp"
+#include "core/json_reader.hpp"
 #include "plan/plan_io.hpp"
 
 namespace octo {

@@ -1,24 +1,17 @@
 #pragma once
 /// Deterministic, partition-independent initialization. Every parameter element is a pure
 /// function of (seed, global layer index, parameter index, element index) through a
-/// counter-based generator (splitmix64 finalizer over a key and a counter), so any rank that
+/// counter-based generator (core/random.hpp's splitmix64 over a key and a counter), so any rank that
 /// builds a layer, in any order, produces the same values as a single-process run.
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/random.hpp"
 #include "nn/layer.hpp"
 
 namespace octo::nn {
-
-/// The splitmix64 finalizer: a bijective 64-bit mix.
-[[nodiscard]] constexpr std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 /// The stream key of parameter `param` of layer `layer` under `seed`.
 [[nodiscard]] constexpr std::uint64_t param_key(std::uint64_t seed, std::uint64_t layer,

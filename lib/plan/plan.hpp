@@ -4,11 +4,12 @@
 /// between octoplan and octorun.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "plan/prediction.hpp"
 
 namespace octo {
 
@@ -25,11 +26,11 @@ enum class TensorKind : std::uint8_t { Activation, Gradient };
 
 struct Op {
   OpKind kind = OpKind::F;
-  std::int32_t stage = 0;   ///< compute: the stage run; comm: the stage that produced the tensor
-  std::int32_t mb = 0;      ///< micro-batch
-  std::int32_t peer = -1;   ///< comm only: the other pipeline device
+  std::int32_t stage = 0;  ///< compute: the stage run; comm: the stage that produced the tensor
+  std::int32_t mb = 0;     ///< micro-batch
+  std::int32_t peer = -1;  ///< comm only: the other pipeline device
   TensorKind tensor = TensorKind::Activation;  ///< comm only
-  std::int64_t bytes = 0;   ///< comm only
+  std::int64_t bytes = 0;                      ///< comm only
 
   [[nodiscard]] static Op compute(OpKind k, int stage, int mb) { return Op{k, stage, mb}; }
   friend bool operator==(const Op&, const Op&) = default;
@@ -50,26 +51,30 @@ struct Stage {
 struct Plan {
   static constexpr int kSchemaVersion = 1;
   int schema_version = kSchemaVersion;
-  std::string generator;   ///< tool and version that wrote it
-  std::string method;      ///< e.g. "1f1b-uniform", "octopipe"
+  std::string generator;  ///< tool and version that wrote it
+  std::string method;     ///< e.g. "1f1b-uniform", "octopipe"
 
   /// Source texts of the inputs (a plan is self-contained) and where they came from.
   std::string model_yaml, cluster_yaml, costs_yaml;
   std::string model_source, cluster_source, costs_source;
 
-  int devices = 1;        ///< pipeline devices (PP size)
+  int devices = 1;  ///< pipeline devices (PP size)
   int tp = 1;
   int dp = 1;
   int microbatches = 1;
-  int micro_batch = 1;    ///< sequences per micro-batch
-  std::int64_t seq = 0;   ///< tokens per sequence
+  int micro_batch = 1;   ///< sequences per micro-batch
+  std::int64_t seq = 0;  ///< tokens per sequence
 
   std::vector<Stage> stages;
   /// programs[d] is device d's op list in issue order.
   std::vector<std::vector<Op>> programs;
 
-  /// Predicted metrics (the simulator's report), written by octoplan; empty when unknown.
-  nlohmann::json predicted;
+  /// The simulator's prediction, written by octoplan; empty when unknown. The one check of a
+  /// plan (sim/check.hpp) re-derives it and refuses a plan whose stored figures disagree.
+  std::optional<Prediction> predicted;
+  /// Written with --allow-oversubscribed-memory: the user accepted a plan whose prediction
+  /// exceeds the device memory, so the check reports it instead of refusing the plan.
+  bool allow_oversubscribed_memory = false;
 
   friend bool operator==(const Plan&, const Plan&) = default;
 };

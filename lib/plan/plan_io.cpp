@@ -8,16 +8,16 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/json_reader.hpp"
 #include "plan/deadlock.hpp"
-#include "plan/json_reader.hpp"
-#include "spec/loader.hpp"
+#include "plan/plan_inputs.hpp"
 
 namespace octo {
 namespace {
 
 using nlohmann::json;
 
-/// The plan format's reader (located JSON errors, plan/json_reader.hpp).
+/// The plan format's reader (located JSON errors, core/json_reader.hpp).
 using Reader = JsonReader;
 
 OpKind parse_kind(const Reader& rd, const json& j, const std::string& path) {
@@ -111,7 +111,7 @@ json to_json(const Plan& plan) {
     for (const Op& op : plan.programs[d]) ops.push_back(op_json(op));
     devices.push_back({{"device", d}, {"ops", std::move(ops)}});
   }
-  return {
+  json j = {
       {"schema_version", plan.schema_version},
       {"generator", plan.generator},
       {"method", plan.method},
@@ -122,8 +122,10 @@ json to_json(const Plan& plan) {
       {"seq", plan.seq},
       {"stages", std::move(stages)},
       {"devices", std::move(devices)},
-      {"predicted", plan.predicted},
+      {"predicted", plan.predicted ? to_json(*plan.predicted) : json(nullptr)},
   };
+  if (plan.allow_oversubscribed_memory) j["allow_oversubscribed_memory"] = true;
+  return j;
 }
 
 std::string plan_to_string(const Plan& plan) {
@@ -168,7 +170,9 @@ std::string plan_to_string(const Plan& plan) {
     out += program.empty() ? "]}" : "\n    ]}";
   }
   out += plan.programs.empty() ? "],\n" : "\n  ],\n";
-  out += fmt::format("  \"predicted\": {}\n}}\n", nest(plan.predicted.dump(2), 2));
+  if (plan.allow_oversubscribed_memory) out += "  \"allow_oversubscribed_memory\": true,\n";
+  const json predicted = plan.predicted ? to_json(*plan.predicted) : json(nullptr);
+  out += fmt::format("  \"predicted\": {}\n}}\n", nest(predicted.dump(2), 2));
   return out;
 }
 
@@ -185,7 +189,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
             fmt::format("{}; re-create the plan with this version of octoplan", Plan::kSchemaVersion));
   rd.object(j, "",
             {"schema_version", "generator", "method", "inputs", "parallel", "microbatches", "micro_batch",
-             "seq", "stages", "devices", "predicted"});
+             "seq", "stages", "devices", "allow_oversubscribed_memory", "predicted"});
 
   if (const json* g = rd.optional(j, "generator")) plan.generator = rd.string(*g, "generator");
   if (const json* m = rd.optional(j, "method")) plan.method = rd.string(*m, "method");
@@ -239,7 +243,10 @@ Plan plan_from_json(const json& j, const std::string& source) {
     for (std::size_t i = 0; i < ops.size(); ++i)
       program.push_back(parse_op(rd, ops[i], Reader::index(opath, i)));
   }
-  if (const json* predicted = rd.optional(j, "predicted")) plan.predicted = *predicted;
+  if (const json* a = rd.optional(j, "allow_oversubscribed_memory"))
+    plan.allow_oversubscribed_memory = rd.boolean(*a, "allow_oversubscribed_memory");
+  if (const json* predicted = rd.optional(j, "predicted"); predicted && !predicted->is_null())
+    plan.predicted = prediction_from_json(*predicted, rd, "predicted");
   return plan;
 }
 
@@ -252,8 +259,7 @@ Plan parse_plan(std::string_view text, const std::string& source, const LoadOpti
     ValidateOptions validation = options.validation;
     // The embedded model says how many layers the stages must cover.
     if (validation.model_layers == 0 && !plan.model_yaml.empty())
-      validation.model_layers =
-          static_cast<int>(parse_model(plan.model_yaml, source + ": inputs.model.yaml").layers.size());
+      validation.model_layers = static_cast<int>(embedded_model(plan, source).layers.size());
     require_valid(plan, source, validation);
     if (options.check_deadlock) {
       const DeadlockReport report = check_deadlock(plan);

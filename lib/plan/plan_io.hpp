@@ -12,16 +12,18 @@
 ///     "devices": [ {"device": 0, "ops": [
 ///         {"op": "F", "stage": 0, "mb": 3},
 ///         {"op": "SEND", "stage": 0, "mb": 3, "tensor": "act", "peer": 1, "bytes": 123}, ...]}, ...],
-///     "predicted": { ... } }
+///     "allow_oversubscribed_memory": true,     (only when set)
+///     "predicted": { ... } | null }            (plan/prediction.hpp)
 /// Op kinds: F B W BW R SEND RECV; tensor: "act" | "grad". Required keys: schema_version,
 /// parallel.devices, microbatches, stages, devices; the others default (tp = dp = micro_batch = 1,
-/// seq = 0, empty strings, predicted = null). Unknown keys are errors.
+/// seq = 0, empty strings, allow_oversubscribed_memory = false, predicted = null). Unknown keys
+/// are errors. JSON values are read with core/json_reader.hpp (located errors).
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-#include "plan/json_reader.hpp"
+#include "core/json_reader.hpp"
 #include "plan/plan.hpp"
 #include "plan/validate.hpp"
 
@@ -62,6 +64,8 @@ struct LoadOptions {
 
 /// Reads, parses and (by default) validates and deadlock-checks a plan file. Throws octo::Error /
 /// octo::InputError naming the file; a deadlocking plan is rejected with the cycle in the message.
+/// The tools check plans with sim/check.hpp instead, which also re-derives what the embedded inputs
+/// give (byte counts, prediction, memory).
 [[nodiscard]] Plan load_plan(const std::string& path, const LoadOptions& options = {});
 
 }  // namespace octo

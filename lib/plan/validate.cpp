@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "plan/index.hpp"
 #include "plan/semantics.hpp"
@@ -224,8 +226,9 @@ class Validator {
   /// RECV on the consumer's device before the consumer; none for same-device hand-offs.
   void check_transfers() {
     const int S = ix_.stages;
-    std::vector<std::int64_t> boundary(S > 0 ? S - 1 : 0, -1);
-    std::vector<std::int32_t> boundary_op(boundary.size(), -1);
+    std::vector<std::int32_t> boundary_op;
+    const std::vector<std::int64_t> boundary = expected_boundary_bytes(boundary_op);
+    bad_bytes_.assign(static_cast<std::size_t>(ix_.size()), 0);
     for (std::int32_t id = 0; id < ix_.size(); ++id) {
       const Op& op = ix_.ops[id];
       if (!is_comm(op.kind) || !ix_.in_range[id]) continue;
@@ -265,14 +268,18 @@ class Validator {
               describe(ix_.ops[partner]), path(partner));
       }
       const int bnd = octo::boundary(op.tensor, from);
-      if (boundary[bnd] < 0) {
-        boundary[bnd] = op.bytes;
-        boundary_op[bnd] = id;
-      } else if (boundary[bnd] != op.bytes) {
-        add("{}.bytes: {} (expected {} like {}: both directions of the boundary between stages {} and {} "
-            "carry the same "
-            "tensor size)",
-            path(id), op.bytes, boundary[bnd], path(boundary_op[bnd]), bnd, bnd + 1);
+      if (boundary[bnd] >= 0 && boundary[bnd] != op.bytes) {
+        bad_bytes_[static_cast<std::size_t>(id)] = 1;
+        if (derived_bytes())
+          add("{}.bytes: {} (expected {}: the tensor between stages {} and {} is the output of layer {}, as "
+              "the "
+              "plan's inputs give it)",
+              path(id), op.bytes, boundary[bnd], bnd, bnd + 1, plan_.stages[bnd].end_layer - 1);
+        else
+          add("{}.bytes: {} (expected {} like {}: both directions of the boundary between stages {} and {} "
+              "carry "
+              "the same tensor size)",
+              path(id), op.bytes, boundary[bnd], path(boundary_op[bnd]), bnd, bnd + 1);
       }
     }
     // Missing comm ops, from the producers' side.
@@ -307,6 +314,51 @@ class Validator {
     }
   }
 
+  [[nodiscard]] bool derived_bytes() const { return !options_.boundary_bytes.empty(); }
+
+  /// Per stage boundary the byte count every transfer there must carry (-1: unknown): the derived
+  /// one, else the most common one among the boundary's comm ops (`example`: the first op with it).
+  [[nodiscard]] std::vector<std::int64_t> expected_boundary_bytes(std::vector<std::int32_t>& example) const {
+    const int S = ix_.stages;
+    std::vector<std::int64_t> out(S > 0 ? static_cast<std::size_t>(S - 1) : 0, -1);
+    example.assign(out.size(), -1);
+    if (derived_bytes()) {
+      for (std::size_t b = 0; b < out.size() && b < options_.boundary_bytes.size(); ++b)
+        out[b] = options_.boundary_bytes[b];
+      return out;
+    }
+    struct Count {
+      std::int64_t bytes;
+      int n;
+      std::int32_t first;
+    };
+    std::vector<std::vector<Count>> seen(out.size());
+    for (std::int32_t id = 0; id < ix_.size(); ++id) {
+      const Op& op = ix_.ops[id];
+      if (!is_comm(op.kind) || !ix_.in_range[id]) continue;
+      const int bnd = octo::boundary(op.tensor, op.stage);
+      if (bnd < 0 || bnd >= static_cast<int>(out.size())) continue;
+      auto& counts = seen[static_cast<std::size_t>(bnd)];
+      auto it =
+          std::find_if(counts.begin(), counts.end(), [&](const Count& c) { return c.bytes == op.bytes; });
+      if (it == counts.end())
+        counts.push_back({op.bytes, 1, id});
+      else
+        ++it->n;
+    }
+    for (std::size_t b = 0; b < out.size(); ++b) {
+      int most = 0;
+      for (const Count& c : seen[b]) {
+        if (c.n > most) {  // strictly more: a tie keeps the count seen first
+          most = c.n;
+          out[b] = c.bytes;
+          example[b] = c.first;
+        }
+      }
+    }
+    return out;
+  }
+
   /// k-th SEND a→b and k-th RECV on b from a must carry the same tensor.
   void check_matching() {
     const int D = ix_.devices;
@@ -324,7 +376,12 @@ class Validator {
       const std::int32_t other = ix_.match[id];
       if (other < 0) continue;
       const Op& r = ix_.ops[other];
-      if (r.tensor != op.tensor || r.stage != op.stage || r.mb != op.mb || r.bytes != op.bytes)
+      // A wrong byte count is reported once, at its op (check_transfers), not again per pairing.
+      const auto flagged = [&](std::int32_t i) {
+        return !bad_bytes_.empty() && bad_bytes_[static_cast<std::size_t>(i)] != 0;
+      };
+      const bool bytes_differ = r.bytes != op.bytes && !flagged(id) && !flagged(other);
+      if (r.tensor != op.tensor || r.stage != op.stage || r.mb != op.mb || bytes_differ)
         add("{} is the {} SEND from device {} to device {}, but the {} RECV on device {} from device {} is "
             "{} "
             "(expected the same tensor, stage, micro-batch and bytes: the transport pairs them in order)",
@@ -344,6 +401,7 @@ class Validator {
   const Plan& plan_;
   const ValidateOptions& options_;
   PlanIndex ix_;
+  std::vector<std::uint8_t> bad_bytes_;  ///< by op id: its byte count was reported as wrong
   std::vector<std::string> problems_;
 };
 

@@ -22,6 +22,11 @@ struct ValidateOptions {
   /// Number of model layers the stages must cover exactly; 0 = unknown (then stages must only be
   /// contiguous from layer 0 and non-empty).
   int model_layers = 0;
+  /// Bytes of the tensor between stage s and s + 1 derived from the inputs (the output_bytes of
+  /// stage s's last layer in the costs): every SEND/RECV at that boundary must carry exactly that.
+  /// Empty: unknown, then the ops of one boundary must agree with each other (a minority that
+  /// differs from the most common count is reported, not the ops that are right).
+  std::vector<std::int64_t> boundary_bytes;
 };
 
 /// Every problem found, each "json.path: problem (expected ...)", e.g.

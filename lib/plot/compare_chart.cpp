@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "plan/json_reader.hpp"
+#include "core/json_reader.hpp"
 #include "plot/palette.hpp"
 #include "plot/svg.hpp"
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/units.hpp"
 #include "plot/palette.hpp"
 #include "plot/picture.hpp"
 #include "plot/svg.hpp"
@@ -23,7 +24,6 @@ constexpr double kRowGap = 3;
 constexpr double kHeading = 20;
 constexpr double kMemory = 34;  // one device's memory curve
 constexpr double kMemoryGap = 8;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr const char* kCritical = "#d62728";
 
 std::string tick_label(double v, double step) {
@@ -146,8 +146,8 @@ std::string picture_svg(const Picture& pic) {
     }
     const bool limits_on_scale = limit > 0 && limit <= 2 * peak;
     const double top = std::max(limits_on_scale ? limit : 0.0, peak) * 1.08 + 1;
-    const std::string unit = top >= kGiB ? "GiB" : top >= kGiB / 1024 ? "MiB" : "KiB";
-    const double scale = unit == "GiB" ? kGiB : unit == "MiB" ? kGiB / 1024 : kGiB / (1024 * 1024);
+    const std::string unit = top >= kGiB ? "GiB" : top >= kMiB ? "MiB" : "KiB";
+    const double scale = unit == "GiB" ? kGiB : unit == "MiB" ? kMiB : kKiB;
     doc.begin_group("memory");
     for (const MemoryCurve& m : pic.memory) {
       const double y0 = y, y1 = y + kMemory;

@@ -10,10 +10,8 @@
 namespace octo::plot {
 
 std::optional<double> predicted_lower_bound(const Plan& plan) {
-  if (!plan.predicted.is_object()) return std::nullopt;
-  const auto it = plan.predicted.find("lower_bound_ms");
-  if (it == plan.predicted.end() || !it->is_number()) return std::nullopt;
-  const double v = it->get<double>();
+  if (!plan.predicted || !plan.predicted->lower_bound_ms) return std::nullopt;
+  const double v = *plan.predicted->lower_bound_ms;
   return v > 0 ? std::optional<double>(v) : std::nullopt;
 }
 

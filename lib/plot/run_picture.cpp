@@ -7,7 +7,9 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "plan/json_reader.hpp"
+#include "core/json_reader.hpp"
+#include "core/units.hpp"
+#include "plan/run_report.hpp"
 
 namespace octo::plot {
 namespace {
@@ -105,17 +107,17 @@ void add_trace(Picture& pic, const Plan& plan, const json& root, const std::stri
   }
   for (const Event& ev : xs) {
     Slice s;
-    s.start_ms = (ev.start_us - t0) / 1000.0;
-    s.end_ms = (ev.start_us + ev.dur_us - t0) / 1000.0;
+    s.start_ms = octo::us_to_ms(ev.start_us - t0);
+    s.end_ms = octo::us_to_ms(ev.start_us + ev.dur_us - t0);
     s.kind = ev.kind;
     s.label = ev.mb >= 0 ? std::to_string(ev.mb) : "";
     s.tooltip = fmt::format("{} (measured): {:.3f} - {:.3f} ms", ev.name, s.start_ms, s.end_ms);
     if (ev.stage >= 0 && static_cast<std::size_t>(ev.stage) < chunk.size())
       s.shade = chunk[static_cast<std::size_t>(ev.stage)];
-    if (!ev.is_comm) busy[static_cast<std::size_t>(ev.device)] += ev.dur_us / 1000.0;
+    if (!ev.is_comm) busy[static_cast<std::size_t>(ev.device)] += octo::us_to_ms(ev.dur_us);
     (ev.is_comm ? comms : compute)[static_cast<std::size_t>(ev.device)].slices.push_back(std::move(s));
   }
-  const double span_ms = (t1 - t0) / 1000.0;
+  const double span_ms = octo::us_to_ms(t1 - t0);
   double total_busy = 0;
   for (int d = 0; d < plan.devices; ++d) {
     Row& c = compute[static_cast<std::size_t>(d)];
@@ -133,22 +135,14 @@ void add_trace(Picture& pic, const Plan& plan, const json& root, const std::stri
 }
 
 void add_report(Picture& pic, const json& root, const std::string& source) {
-  const JsonReader rd(source);
-  const json& measured = rd.required(root, "", "measured");
-  const double pipeline =
-      rd.number(rd.required(measured, "measured", "pipeline_time_ms"), "measured.pipeline_time_ms");
-  const double bubble = rd.number(rd.required(measured, "measured", "bubble_ratio"), "measured.bubble_ratio");
-  const json& ranks = rd.array(rd.required(measured, "measured", "ranks"), "measured.ranks");
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const std::string path = JsonReader::index("measured.ranks", i);
-    const json& r = ranks[i];
-    const std::int64_t replica =
-        r.contains("replica") ? rd.integer(r["replica"], JsonReader::join(path, "replica")) : 0;
-    if (replica != 0) continue;
-    const std::int64_t device = rd.integer(rd.required(r, path, "device"), JsonReader::join(path, "device"));
-    const double busy = rd.number(rd.required(r, path, "busy_ms"), JsonReader::join(path, "busy_ms"));
+  const RunReport report = run_report_from_json(root, source);
+  const double pipeline = report.measured.pipeline_time_ms;
+  const double bubble = report.measured.bubble_ratio;
+  for (const RankMeasurement& r : report.measured.ranks) {
+    if (r.replica != 0) continue;
+    const double busy = r.busy_ms;
     Row row{"measured (octorun --report: busy time per rank, no op timeline)",
-            fmt::format("dev {}", device),
+            fmt::format("dev {}", r.device),
             fmt::format("{:.1f} % busy", pipeline > 0 ? 100.0 * busy / pipeline : 0.0),
             false,
             {},
@@ -157,13 +151,14 @@ void add_report(Picture& pic, const json& root, const std::string& source) {
     s.start_ms = 0;
     s.end_ms = busy;
     s.kind = "busy";
-    s.tooltip =
-        fmt::format("dev {}: busy {:.3f} ms of the measured pipeline time {:.3f} ms", device, busy, pipeline);
+    s.tooltip = fmt::format("dev {}: busy {:.3f} ms of the measured pipeline time {:.3f} ms", r.device, busy,
+                            pipeline);
     row.slices.push_back(std::move(s));
     row.span_ms = pipeline;  // the idle rest of the pipeline time shows as the row's grey background
     pic.rows.push_back(std::move(row));
   }
-  if (ranks.empty()) rd.fail("measured.ranks", "is empty", "one entry per rank");
+  if (report.measured.ranks.empty())
+    throw InputError(SourceLocation{source}, "measured.ranks", "is empty", "one entry per rank");
   pic.time_ms = std::max(pic.time_ms, pipeline);
   pic.title.push_back(
       fmt::format("measured ({}): pipeline {:.2f} ms · bubble {:.1f} %", source, pipeline, 100.0 * bubble));

@@ -10,6 +10,7 @@
 #include "sched/partition.hpp"
 #include "sched/schedule.hpp"
 #include "sim/lower_bound.hpp"
+#include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 
@@ -136,10 +137,10 @@ Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
 
   const SimInput sim_input = make_sim_input(plan, in);
   const SimResult result = simulate(plan, sim_input);
-  plan.predicted = report_json(result, plan);
+  plan.predicted = predict(result, plan);
   if (!cache.bound || cache.p != r.p || cache.m != r.m)
     cache = {r.p, r.m, any_plan_lower_bound(make_sim_input(layer_plan(plan), in), r.m)};
-  add_lower_bounds(plan.predicted,
+  add_lower_bounds(*plan.predicted,
                    PlanBounds{*cache.bound, structure_lower_bound(plan.stages, r.m, sim_input)});
   return plan;
 }
@@ -154,7 +155,7 @@ Plan build_cached(const PlannerInputs& inputs, const BaselineOptions& options, B
     case RecomputePolicy::Auto: {
       // What a user of the framework does: recompute only when the plan does not fit otherwise.
       Plan plan = build(inputs, options, r, false, cache);
-      if (plan.predicted.value("fits_memory", true)) return plan;
+      if (plan.predicted->fits_memory) return plan;
       return build(inputs, options, r, true, cache);
     }
   }

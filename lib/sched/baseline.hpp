@@ -38,9 +38,9 @@ struct BaselineOptions {
 /// before each B/BW when the model's recompute policy is `full`; `auto` recomputes only when the
 /// plan would not fit the memory limit otherwise), comm ops inserted by the lowering pass with the
 /// boundary bytes and per-stage durations of the costs, the embedded input texts, method
-/// method_name(options), and `predicted` = the simulator's report_json. The plan is validated and
-/// deadlock-checked before it is returned. Throws UnsupportedConfig (sched/schedule.hpp) when the
-/// schedule or the partition cannot handle the configuration (e.g. more stages than blocks), and
+/// method_name(options), and `predicted` = the simulator's prediction (sim/predict.hpp). The plan is
+/// validated and deadlock-checked before it is returned. Throws UnsupportedConfig (sched/schedule.hpp) when
+/// the schedule or the partition cannot handle the configuration (e.g. more stages than blocks), and
 /// octo::Error for anything else.
 [[nodiscard]] Plan build_baseline(const PlannerInputs& inputs, const BaselineOptions& options);
 

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/random.hpp"
+#include "core/units.hpp"
 #include "plan/semantics.hpp"
 
 namespace octo {
@@ -242,10 +244,7 @@ class Run {
   /// differ by less than about `jitter` may swap.
   [[nodiscard]] std::int64_t jittered(std::int64_t key, std::int32_t op) const {
     if (o_.jitter <= 0) return key;
-    std::uint64_t z = o_.jitter_seed + 0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(op) + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+    const std::uint64_t z = splitmix64(o_.jitter_seed + kSplitMixGamma * static_cast<std::uint64_t>(op));
     return key * 16 + static_cast<std::int64_t>(z % static_cast<std::uint64_t>(16 * o_.jitter + 1));
   }
 
@@ -347,7 +346,7 @@ class Run {
       if (cap_[i] < 0) {
         result_.infeasible =
             fmt::format("device {}: the static memory alone exceeds the memory limit by {:.2f} GiB", d,
-                        static_cast<double>(-cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+                        to_gib(static_cast<double>(-cap_[i])));
         return;
       }
       if (need_[i] + headroom_[i] > cap_[i]) {
@@ -355,9 +354,8 @@ class Run {
             "device {}: one micro-batch needs {:.2f} GiB of activations{} but only {:.2f} GiB are left under "
             "the "
             "memory limit",
-            d, static_cast<double>(need_[i] + headroom_[i]) / (1024.0 * 1024.0 * 1024.0),
-            headroom_[i] > 0 ? " (with recompute headroom)" : "",
-            static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+            d, to_gib(static_cast<double>(need_[i] + headroom_[i])),
+            headroom_[i] > 0 ? " (with recompute headroom)" : "", to_gib(static_cast<double>(cap_[i])));
         return;
       }
     }
@@ -598,10 +596,9 @@ class Run {
       const auto i = static_cast<std::size_t>(d);
       if (f_heap_[i].empty() && !(dev(0) == d && admitted_ < M_)) continue;
       if (!why.empty()) why += "; ";
-      why += fmt::format(
-          "device {} holds {:.2f} GiB of activations (cap {:.2f} GiB)", d,
-          static_cast<double>(live_[i]) / (1024.0 * 1024.0 * 1024.0),
-          cap_[i] >= kUnlimited ? -1.0 : static_cast<double>(cap_[i]) / (1024.0 * 1024.0 * 1024.0));
+      why += fmt::format("device {} holds {:.2f} GiB of activations (cap {:.2f} GiB)", d,
+                         to_gib(static_cast<double>(live_[i])),
+                         cap_[i] >= kUnlimited ? -1.0 : to_gib(static_cast<double>(cap_[i])));
     }
     return fmt::format(
         "memory deadlock after {} of {} ops: no device can start its next F under the activation cap "

@@ -8,8 +8,10 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "core/units.hpp"
+#include "plan/plan_inputs.hpp"
 #include "sim/sim_input.hpp"
-#include "spec/loader.hpp"
 
 namespace octo {
 namespace {
@@ -18,69 +20,6 @@ using nlohmann::json;
 using Metric = AccuracyRow::Metric;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kMiB = 1024.0 * 1024.0;
-
-/// Located reads from the run report: every problem names the file and the JSON path.
-class ReportReader {
- public:
-  explicit ReportReader(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail_at(const std::string& path, const std::string& problem,
-                            const std::string& expected) const {
-    throw InputError(SourceLocation{source_, 0, 0}, path, problem, expected);
-  }
-
-  const json& member(const json& object, const std::string& path, const char* key,
-                     const std::string& expected) const {
-    if (!object.is_object() || !object.contains(key)) fail_at(join(path, key), "missing", expected);
-    return object.at(key);
-  }
-
-  double number(const json& object, const std::string& path, const char* key, double min = 0) const {
-    const json& v = member(object, path, key, "a number");
-    if (!v.is_number()) fail_at(join(path, key), fmt::format("got {}", kind(v)), "a number");
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || d < min)
-      fail_at(join(path, key), fmt::format("{} is out of range", d),
-              fmt::format("a finite number >= {}", min));
-    return d;
-  }
-
-  std::int64_t integer(const json& object, const std::string& path, const char* key,
-                       std::int64_t min = 0) const {
-    const json& v = member(object, path, key, "an integer");
-    if (!v.is_number_integer()) fail_at(join(path, key), fmt::format("got {}", kind(v)), "an integer");
-    const auto i = v.get<std::int64_t>();
-    if (i < min)
-      fail_at(join(path, key), fmt::format("{} is out of range", i), fmt::format("an integer >= {}", min));
-    return i;
-  }
-
-  [[nodiscard]] const std::string& source() const { return source_; }
-
-  static std::string join(const std::string& path, const char* key) {
-    return path.empty() ? std::string(key) : path + "." + key;
-  }
-
- private:
-  static std::string kind(const json& v) {
-    switch (v.type()) {
-      case json::value_t::null:
-        return "null";
-      case json::value_t::object:
-        return "an object";
-      case json::value_t::array:
-        return "an array";
-      case json::value_t::string:
-        return fmt::format("the string \"{}\"", v.get<std::string>());
-      case json::value_t::boolean:
-        return "a boolean";
-      default:
-        return "a number";
-    }
-  }
-  std::string source_;
-};
 
 double relative_error(double predicted, double measured) {
   return measured > 0 ? 100.0 * (predicted - measured) / measured : kNaN;
@@ -97,37 +36,31 @@ double worst(const std::vector<AccuracyRow>& rows, Metric metric) {
 }
 
 /// The report must describe a run of this plan: compares the run's shape with the plan's.
-void check_belongs(const Plan& plan, const json& report, const ReportReader& rd,
-                   const std::string& plan_source) {
+void check_belongs(const Plan& plan, const RunReport& report, const std::string& plan_source,
+                   const std::string& report_source) {
   const auto mismatch = [&](const char* what, std::int64_t run, std::int64_t planned) {
     fail(
         "{}: the run had {} {} but plan {} has {}: the report does not belong to this plan (run the plan "
         "with "
         "`octorun {} --report R` and compare that report)",
-        rd.source(), run, what, plan_source, planned, plan_source);
+        report_source, run, what, plan_source, planned, plan_source);
   };
-  if (report.contains("devices") && rd.integer(report, "", "devices", 1) != plan.devices)
-    mismatch("pipeline devices", rd.integer(report, "", "devices", 1), plan.devices);
-  if (report.contains("dp") && rd.integer(report, "", "dp", 1) != plan.dp)
-    mismatch("data-parallel replicas", rd.integer(report, "", "dp", 1), plan.dp);
-  if (report.contains("stages") &&
-      rd.integer(report, "", "stages", 1) != static_cast<std::int64_t>(plan.stages.size()))
-    mismatch("stages", rd.integer(report, "", "stages", 1), static_cast<std::int64_t>(plan.stages.size()));
-  if (report.contains("microbatches") && rd.integer(report, "", "microbatches", 1) != plan.microbatches)
-    mismatch("micro-batches", rd.integer(report, "", "microbatches", 1), plan.microbatches);
-  if (report.contains("micro_batch") && rd.integer(report, "", "micro_batch", 1) != plan.micro_batch)
-    mismatch("sequences per micro-batch", rd.integer(report, "", "micro_batch", 1), plan.micro_batch);
-  if (report.contains("seq") && plan.seq > 0 && rd.integer(report, "", "seq", 1) != plan.seq)
-    mismatch("tokens per sequence", rd.integer(report, "", "seq", 1), plan.seq);
-  if (report.contains("model") && report.at("model").is_string() && !plan.model_yaml.empty()) {
-    const std::string run_model = report.at("model").get<std::string>();
-    const ModelSpec model =
-        parse_model(plan.model_yaml, fmt::format("<plan {}: embedded model>", plan_source));
-    if (run_model != model.name)
+  if (report.devices != plan.devices) mismatch("pipeline devices", report.devices, plan.devices);
+  if (report.dp != plan.dp) mismatch("data-parallel replicas", report.dp, plan.dp);
+  if (report.stages != static_cast<int>(plan.stages.size()))
+    mismatch("stages", report.stages, static_cast<std::int64_t>(plan.stages.size()));
+  if (report.microbatches != plan.microbatches)
+    mismatch("micro-batches", report.microbatches, plan.microbatches);
+  if (report.micro_batch != plan.micro_batch)
+    mismatch("sequences per micro-batch", report.micro_batch, plan.micro_batch);
+  if (plan.seq > 0 && report.seq != plan.seq) mismatch("tokens per sequence", report.seq, plan.seq);
+  if (!plan.model_yaml.empty()) {
+    const ModelSpec model = embedded_model(plan, plan_source);
+    if (report.model != model.name)
       fail(
           "{}: the run trained model '{}' but plan {} is for model '{}': the report does not belong to this "
           "plan",
-          rd.source(), run_model, plan_source, model.name);
+          report_source, report.model, plan_source, model.name);
   }
 }
 
@@ -164,20 +97,14 @@ std::string_view unit_of(AccuracyRow::Metric metric) {
 }
 
 AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const SimResult& predicted,
-                               const json& report, const std::string& plan_source,
+                               const RunReport& report, const std::string& plan_source,
                                const std::string& report_source) {
-  const ReportReader rd(report_source);
-  const std::string what = "an octorun run report (octorun PLAN --report R) with a 'measured' section";
-  if (!report.is_object()) rd.fail_at("", "not a JSON object", what);
-  if (report.contains("command") &&
-      (!report.at("command").is_string() || report.at("command").get<std::string>() != "octorun"))
-    rd.fail_at("command", fmt::format("is {}", report.at("command").dump()), what + " (command \"octorun\")");
-  const json& measured = rd.member(report, "", "measured", what);
-  if (!measured.is_object()) rd.fail_at("measured", "not an object", what);
-  check_belongs(plan, report, rd, plan_source);
+  const JsonReader rd(report_source);
+  check_belongs(plan, report, plan_source, report_source);
   if (static_cast<int>(predicted.devices.size()) != plan.devices)
     fail("accuracy: the simulation has {} devices but plan {} has {}", predicted.devices.size(), plan_source,
          plan.devices);
+  const Measurement& measured = report.measured;
 
   AccuracyComparison c;
   c.plan_source = plan_source;
@@ -186,39 +113,29 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
   c.devices = plan.devices;
   c.dp = std::max(plan.dp, 1);
   c.microbatches = plan.microbatches;
-  if (report.contains("model") && report.at("model").is_string())
-    c.model = report.at("model").get<std::string>();
-  if (measured.contains("measured_steps"))
-    c.measured_steps = static_cast<int>(rd.integer(measured, "measured", "measured_steps"));
+  c.model = report.model;
+  c.measured_steps = measured.measured_steps;
 
   // Per-device figures from the per-rank ones: busy averaged over replicas, memory their maximum.
-  const json& ranks = rd.member(measured, "measured", "ranks", "an array with one entry per rank");
   const auto expected_ranks = static_cast<std::size_t>(plan.devices) * static_cast<std::size_t>(c.dp);
-  if (!ranks.is_array())
-    rd.fail_at("measured.ranks", "not an array", fmt::format("an array of {} ranks", expected_ranks));
-  if (ranks.size() != expected_ranks)
+  if (measured.ranks.size() != expected_ranks)
     fail(
         "{}: the run had {} ranks but plan {} needs {} ({} pipeline devices x dp {}): the report does not "
         "belong "
         "to this plan",
-        report_source, ranks.size(), plan_source, expected_ranks, plan.devices, c.dp);
+        report_source, measured.ranks.size(), plan_source, expected_ranks, plan.devices, c.dp);
   std::vector<double> busy(static_cast<std::size_t>(plan.devices), 0.0);
   std::vector<std::int64_t> activation(static_cast<std::size_t>(plan.devices), 0);
   std::vector<int> replicas(static_cast<std::size_t>(plan.devices), 0);
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const std::string path = fmt::format("measured.ranks[{}]", i);
-    const json& r = ranks[i];
-    if (!r.is_object())
-      rd.fail_at(path, "not an object", "{rank, device, busy_ms, peak_activation_bytes, ...}");
-    const std::int64_t d =
-        r.contains("device") ? rd.integer(r, path, "device") : static_cast<std::int64_t>(i) % plan.devices;
-    if (d >= plan.devices)
-      rd.fail_at(path + ".device", fmt::format("device {} does not exist in plan {}", d, plan_source),
-                 fmt::format("0..{}", plan.devices - 1));
-    const auto du = static_cast<std::size_t>(d);
-    busy[du] += rd.number(r, path, "busy_ms");
-    activation[du] =
-        std::max(activation[du], static_cast<std::int64_t>(rd.number(r, path, "peak_activation_bytes")));
+  for (std::size_t i = 0; i < measured.ranks.size(); ++i) {
+    const RankMeasurement& r = measured.ranks[i];
+    if (r.device >= plan.devices)
+      rd.fail(fmt::format("measured.ranks[{}].device", i),
+              fmt::format("device {} does not exist in plan {}", r.device, plan_source),
+              fmt::format("0..{}", plan.devices - 1));
+    const auto du = static_cast<std::size_t>(r.device);
+    busy[du] += r.busy_ms;
+    activation[du] = std::max(activation[du], r.peak_activation_bytes);
     ++replicas[du];
   }
   for (int d = 0; d < plan.devices; ++d)
@@ -237,12 +154,9 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
     c.rows.push_back(row);
   };
 
-  const double pipeline_ms = rd.number(measured, "measured", "pipeline_time_ms");
-  add(Metric::IterationTime, -1, predicted.makespan_ms, pipeline_ms);
-  if (measured.contains("iteration_time_ms"))
-    add(Metric::StepTime, -1, 0, rd.number(measured, "measured", "iteration_time_ms"), false);
-  add(Metric::Bubble, -1, 100.0 * predicted.bubble_ratio,
-      100.0 * rd.number(measured, "measured", "bubble_ratio", -1e300));
+  add(Metric::IterationTime, -1, predicted.makespan_ms, measured.pipeline_time_ms);
+  add(Metric::StepTime, -1, 0, measured.iteration_time_ms, false);
+  add(Metric::Bubble, -1, 100.0 * predicted.bubble_ratio, 100.0 * measured.bubble_ratio);
   for (int d = 0; d < plan.devices; ++d)
     add(Metric::Busy, d, predicted.devices[static_cast<std::size_t>(d)].busy_ms,
         busy[static_cast<std::size_t>(d)] / c.dp);
@@ -256,14 +170,13 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
 
   // Op times per stage and kind, when the run reports them.
   c.op_time_error = kNaN;
-  if (measured.contains("stage_ms") && input.stages.size() == plan.stages.size()) {
-    const json& stage_ms = measured.at("stage_ms");
-    if (!stage_ms.is_array() || stage_ms.size() != plan.stages.size())
-      rd.fail_at("measured.stage_ms", "not an array with one entry per stage",
-                 fmt::format("{} entries {{stage, F, B, W, ...}}", plan.stages.size()));
+  if (!measured.stage_ms.empty() && input.stages.size() == plan.stages.size()) {
+    if (measured.stage_ms.size() != plan.stages.size())
+      rd.fail("measured.stage_ms", fmt::format("has {} entries, not one per stage", measured.stage_ms.size()),
+              fmt::format("{} entries {{stage, F, B, W, ...}}", plan.stages.size()));
     // How often each (stage, kind) runs in one iteration, to weigh the op-time error.
-    std::vector<std::array<int, 5>> count(plan.stages.size(), std::array<int, 5>{});
-    constexpr std::array<OpKind, 5> kinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R};
+    constexpr auto& kinds = StageOpTimes::kKinds;
+    std::vector<std::array<int, kinds.size()>> count(plan.stages.size(), std::array<int, kinds.size()>{});
     for (const auto& program : plan.programs)
       for (const Op& op : program)
         for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -272,11 +185,9 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
     double sum_predicted = 0, sum_measured = 0;
     for (std::size_t s = 0; s < plan.stages.size(); ++s) {
       const StageCost& sc = input.stages[s];
-      const std::string path = fmt::format("measured.stage_ms[{}]", s);
       for (std::size_t k = 0; k < kinds.size(); ++k) {
-        const std::string key(to_string(kinds[k]));
-        if (count[s][k] == 0 || !stage_ms[s].is_object() || !stage_ms[s].contains(key)) continue;
-        const double meas = rd.number(stage_ms[s], path, key.c_str());
+        const std::optional<double> meas = measured.stage_ms[s].ms[k];
+        if (count[s][k] == 0 || !meas) continue;
         double pred = input.op_overhead_ms;
         switch (kinds[k]) {
           case OpKind::F:
@@ -295,9 +206,9 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
             pred += sc.r_ms;
             break;
         }
-        c.stage_ops.push_back({static_cast<int>(s), kinds[k], pred, meas, relative_error(pred, meas)});
+        c.stage_ops.push_back({static_cast<int>(s), kinds[k], pred, *meas, relative_error(pred, *meas)});
         sum_predicted += pred * count[s][k];
-        sum_measured += meas * count[s][k];
+        sum_measured += *meas * count[s][k];
       }
     }
     if (!c.stage_ops.empty()) c.op_time_error = relative_error(sum_predicted, sum_measured);
@@ -309,29 +220,32 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
   c.memory_error = worst(c.rows, Metric::PeakMemory);
   c.activation_error = worst(c.rows, Metric::PeakActivation);
 
-  if (report.contains("method") && report.at("method").is_string() && !plan.method.empty() &&
-      report.at("method").get<std::string>() != plan.method)
-    c.notes.push_back(fmt::format("the run's plan method is '{}', this plan's '{}'",
-                                  report.at("method").get<std::string>(), plan.method));
-  if (report.contains("predicted") && report.at("predicted").is_object() &&
-      report.at("predicted").contains("iteration_time_ms") &&
-      report.at("predicted").at("iteration_time_ms").is_number()) {
-    const double stored = report.at("predicted").at("iteration_time_ms").get<double>();
+  if (!report.method.empty() && !plan.method.empty() && report.method != plan.method)
+    c.notes.push_back(
+        fmt::format("the run's plan method is '{}', this plan's '{}'", report.method, plan.method));
+  if (report.predicted) {
+    const double stored = report.predicted->iteration_time_ms;
     if (std::abs(stored - predicted.makespan_ms) > 1e-6 * std::max(1.0, std::abs(stored)))
-      c.notes.push_back(
-          fmt::format("the run's plan predicted {:.3f} ms, the simulation here {:.3f} ms (another plan "
-                      "version, other costs "
-                      "or another simulator)",
-                      stored, predicted.makespan_ms));
+      c.notes.push_back(fmt::format(
+          "the run's plan predicted {:.3f} ms, the simulation here {:.3f} ms (another plan version, "
+          "other costs or another simulator)",
+          stored, predicted.makespan_ms));
   }
   if (c.measured_steps == 1)
     c.notes.push_back("one measured step only: run more steps (--steps N, --warmup W) for stable medians");
   return c;
 }
 
-AccuracyComparison compare_run(const Plan& plan, const json& report, const std::string& plan_source,
+AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const SimResult& predicted,
+                               const json& report, const std::string& plan_source,
                                const std::string& report_source) {
-  const SimInput input = make_sim_input(plan);
+  return compare_run(plan, input, predicted, run_report_from_json(report, report_source), plan_source,
+                     report_source);
+}
+
+AccuracyComparison compare_run(const Plan& plan, const RunReport& report, const std::string& plan_source,
+                               const std::string& report_source) {
+  const SimInput input = make_sim_input(plan, embedded_inputs(plan, plan_source));
   const SimResult predicted = simulate(plan, input);
   return compare_run(plan, input, predicted, report, plan_source, report_source);
 }
@@ -380,7 +294,7 @@ json accuracy_json(const AccuracyComparison& c) {
 std::string accuracy_table(const AccuracyComparison& c) {
   const auto value = [](Metric m, double v) -> std::string {
     if (!std::isfinite(v)) return "-";
-    if (unit_of(m) == "bytes") return fmt::format("{:.3f} MiB", v / kMiB);
+    if (unit_of(m) == "bytes") return fmt::format("{:.3f} MiB", to_mib(v));
     if (m == Metric::Bubble) return fmt::format("{:.2f} %", v);
     return fmt::format("{:.3f} ms", v);
   };

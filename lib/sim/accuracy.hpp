@@ -1,7 +1,7 @@
 #pragma once
 /// Simulator accuracy: a plan's prediction beside what `octorun PLAN --report R` measured when it
 /// ran that plan. The prediction is the simulator's (the plan re-simulated with its embedded
-/// inputs); the measured side is read from the run report's "measured" section:
+/// inputs); the measured side is the run report's (plan/run_report.hpp) measurement:
 ///   iteration time   predicted makespan vs measured pipeline_time_ms (first op start to last op
 ///                    end over all ranks, the simulator's definition of one iteration); the
 ///                    measured step wall time (with the gradient all-reduce and the optimizer,
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "plan/plan.hpp"
+#include "plan/run_report.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
@@ -72,17 +73,24 @@ struct AccuracyComparison {
   std::vector<std::string> notes;
 };
 
-/// Compares `predicted` (the simulation of `plan` with `input`) with the run report. Throws octo::InputError
-/// naming `report_source` and the JSON path for a report that is not an octorun run report or
-/// lacks a figure, and octo::Error when the report does not belong to the plan (pipeline
-/// devices, data-parallel size, stages, micro-batches or their shape, model differ).
+/// Compares `predicted` (the simulation of `plan` with `input`) with the run report. Throws
+/// octo::InputError naming `report_source` and the JSON path for a figure that does not fit the plan
+/// (a device it lacks, stage times of another stage count), and octo::Error when the report does
+/// not belong to the plan (pipeline devices, data-parallel size, stages, micro-batches or their
+/// shape, model differ).
+[[nodiscard]] AccuracyComparison compare_run(const Plan& plan, const SimInput& input,
+                                             const SimResult& predicted, const RunReport& report,
+                                             const std::string& plan_source,
+                                             const std::string& report_source);
+
+/// Same, reading the report from its JSON first (run_report_from_json: its errors are located).
 [[nodiscard]] AccuracyComparison compare_run(const Plan& plan, const SimInput& input,
                                              const SimResult& predicted, const nlohmann::json& report,
                                              const std::string& plan_source,
                                              const std::string& report_source);
 
 /// Same, re-simulating `plan` with its embedded inputs (sim_input.hpp).
-[[nodiscard]] AccuracyComparison compare_run(const Plan& plan, const nlohmann::json& report,
+[[nodiscard]] AccuracyComparison compare_run(const Plan& plan, const RunReport& report,
                                              const std::string& plan_source,
                                              const std::string& report_source);
 

@@ -154,7 +154,8 @@ double layer_windows(const Layers& L, double m, int k, double lo) {
       const auto [r, q] = cuts[c];
       fill(r, q);
       std::fill(caps.begin(), caps.end(), t - r - q);
-      if (pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), 2000) == Packing::Infeasible) return true;
+      if (pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), 2000) == Packing::Infeasible)
+        return true;
     }
     return false;
   };
@@ -358,36 +359,30 @@ PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib) {
                      make_sim_input(layer_plan(plan), memory_limit_gib));
 }
 
-void add_lower_bounds(nlohmann::json& report, const PlanBounds& bounds) {
-  const double t = report.value("iteration_time_ms", 0.0);
+void add_lower_bounds(Prediction& prediction, const PlanBounds& bounds) {
+  const double t = prediction.iteration_time_ms;
   auto gap = [t](double bound) { return bound > 0 ? t / bound - 1.0 : 0.0; };
-  auto terms = [](const LowerBound& b) {
-    nlohmann::json j = nlohmann::json::object();
-    for (const BoundTerm& term : b.terms) j[term.name] = term.ms;
-    return j;
+  auto derivation = [](const LowerBound& b) {
+    BoundDerivation d;
+    d.binding = b.binding;
+    d.devices = b.devices;
+    for (const BoundTerm& term : b.terms) d.terms[term.name] = term.ms;
+    return d;
   };
-  report["lower_bound_ms"] = bounds.any_plan.ms;
-  report["gap"] = gap(bounds.any_plan.ms);
-  report["structure_lower_bound_ms"] = bounds.structure.ms;
-  report["structure_gap"] = gap(bounds.structure.ms);
-  report["lower_bound"] = {{"binding", bounds.any_plan.binding},
-                           {"devices_used", bounds.any_plan.devices},
-                           {"terms", terms(bounds.any_plan)},
-                           {"structure",
-                            {{"binding", bounds.structure.binding},
-                             {"device", bounds.structure.devices},
-                             {"terms", terms(bounds.structure)}}}};
+  prediction.lower_bound_ms = bounds.any_plan.ms;
+  prediction.gap = gap(bounds.any_plan.ms);
+  prediction.structure_lower_bound_ms = bounds.structure.ms;
+  prediction.structure_gap = gap(bounds.structure.ms);
+  prediction.lower_bound = LowerBoundDerivations{derivation(bounds.any_plan), derivation(bounds.structure)};
 }
 
-std::string describe_lower_bounds(const nlohmann::json& report) {
-  if (!report.is_object() || !report.contains("lower_bound_ms")) return {};
-  const nlohmann::json& lb =
-      report.contains("lower_bound") ? report["lower_bound"] : nlohmann::json::object();
+std::string describe_lower_bounds(const Prediction& p) {
+  if (!p.lower_bound_ms) return {};
   return fmt::format(
       "lower bound {:.1f} ms ({}), gap {:.1f} %; for this partition and placement {:.1f} ms, gap {:.1f} %",
-      report.value("lower_bound_ms", 0.0), lb.value("binding", std::string("?")),
-      100.0 * report.value("gap", 0.0), report.value("structure_lower_bound_ms", 0.0),
-      100.0 * report.value("structure_gap", 0.0));
+      *p.lower_bound_ms, p.lower_bound ? p.lower_bound->any_plan.binding : std::string("?"),
+      100.0 * p.gap.value_or(0.0), p.structure_lower_bound_ms.value_or(0.0),
+      100.0 * p.structure_gap.value_or(0.0));
 }
 
 }  // namespace octo

@@ -17,7 +17,6 @@
 /// Both ignore memory (a limit only removes plans) and link contention (transfers only delay), so
 /// they may be loose, never wrong; test/unit/sim/bound_test.cpp checks them against many plans.
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -69,14 +68,14 @@ struct PlanBounds {
 /// Same, from the inputs embedded in the plan; `memory_limit_gib` as in make_sim_input.
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib = 0);
 
-/// Adds the bound fields to a prediction report (Plan::predicted and the --report JSON of
-/// simulate / check): lower_bound_ms, gap (= iteration_time_ms / lower_bound_ms − 1),
-/// structure_lower_bound_ms, structure_gap, and lower_bound {binding, devices, terms {name: ms}}.
-/// Reads iteration_time_ms from `report`.
-void add_lower_bounds(nlohmann::json& report, const PlanBounds& bounds);
+/// Sets the bound figures of a prediction (Plan::predicted, and through to_json the --report JSON
+/// of simulate / check): lower_bound_ms, gap (= iteration_time_ms / lower_bound_ms − 1),
+/// structure_lower_bound_ms, structure_gap and the derivations of both bounds. Reads
+/// iteration_time_ms from `prediction`.
+void add_lower_bounds(Prediction& prediction, const PlanBounds& bounds);
 
 /// "lower bound 123.4 ms (gap 2.1 %; this partition and placement: 120.0 ms, 3.5 %)", or empty when the
-/// report has no bound.
-[[nodiscard]] std::string describe_lower_bounds(const nlohmann::json& report);
+/// prediction has no bound.
+[[nodiscard]] std::string describe_lower_bounds(const Prediction& prediction);
 
 }  // namespace octo

@@ -4,17 +4,10 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "cost/estimate.hpp"
-#include "cost/profile_io.hpp"
-#include "spec/loader.hpp"
+#include "core/units.hpp"
 
 namespace octo {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-/// GB/s (1e9 bytes per second) → bytes per ms.
-double bytes_per_ms(double gbs) { return gbs * 1e6; }
 
 std::int64_t seq_of(const Plan& plan, const ModelSpec& model) {
   return plan.seq > 0 ? plan.seq : model.seq_len;
@@ -40,8 +33,8 @@ SimInput build(const Plan& plan, const ModelSpec& model, ClusterSpec cluster, co
       const LinkSpec& link = cluster.link(a, b);
       double bw = costs.p2p_bandwidth_gbs.value_or(link.bandwidth_gbs);
       double lat_us = costs.p2p_latency_us.value_or(link.latency_us);
-      in.link_bandwidth[a * n + b] = bytes_per_ms(bw);
-      in.link_latency_ms[a * n + b] = lat_us / 1000.0;
+      in.link_bandwidth[a * n + b] = gbs_to_bytes_per_ms(bw);
+      in.link_latency_ms[a * n + b] = us_to_ms(lat_us);
     }
   }
   in.static_bytes = static_bytes_per_device(in.stages, plan.stages, plan.devices,
@@ -130,37 +123,22 @@ SimInput make_sim_input(const Plan& plan, const PlannerInputs& inputs) {
   return in;
 }
 
-SimInput make_sim_input(const Plan& plan, double memory_limit_gib) {
-  auto name = [](const std::string& source, const char* what) {
-    return source.empty() ? fmt::format("<plan: embedded {}>", what)
-                          : fmt::format("<plan: embedded {}>", source);
-  };
-  if (plan.model_yaml.empty()) fail("plan: no embedded model (a plan file must carry its inputs)");
-  ModelSpec model = parse_model(plan.model_yaml, name(plan.model_source, "model"));
-  ClusterSpec cluster = plan.cluster_yaml.empty()
-                            ? default_cluster()
-                            : parse_cluster(plan.cluster_yaml, name(plan.cluster_source, "cluster"));
-  CostProfile costs;
-  if (plan.costs_yaml.empty()) {
-    EstimateOptions eo;
-    eo.micro_batch = plan.micro_batch;
-    eo.seq = plan.seq;
-    eo.tp = plan.tp;
-    costs = estimate_costs(model, cluster, eo);
-  } else {
-    costs = parse_costs(plan.costs_yaml, name(plan.costs_source, "costs"));
-  }
-  SimInput in = build(plan, model, cluster, costs);
+SimInput make_sim_input(const Plan& plan, const PlanInputs& inputs, double memory_limit_gib) {
+  SimInput in = build(plan, inputs.model, inputs.cluster, inputs.costs);
   in.memory_limit_bytes.resize(static_cast<std::size_t>(plan.devices));
   for (int d = 0; d < plan.devices; ++d) {
     double gib = memory_limit_gib;
     if (gib <= 0) {
-      int rank = std::min(d * std::max(plan.tp, 1), std::max(cluster.world() - 1, 0));
-      gib = cluster.device(rank).memory_gib;
+      const int rank = std::min(d * std::max(plan.tp, 1), std::max(inputs.cluster.world() - 1, 0));
+      gib = inputs.cluster.device(rank).memory_gib;
     }
     in.memory_limit_bytes[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(std::llround(gib * kGiB));
   }
   return in;
+}
+
+SimInput make_sim_input(const Plan& plan, double memory_limit_gib) {
+  return make_sim_input(plan, embedded_inputs(plan, "<plan>"), memory_limit_gib);
 }
 
 }  // namespace octo

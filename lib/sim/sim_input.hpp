@@ -9,6 +9,7 @@
 #include "cost/costs.hpp"
 #include "cost/inputs.hpp"
 #include "plan/plan.hpp"
+#include "plan/plan_inputs.hpp"
 #include "plan/semantics.hpp"
 #include "spec/model.hpp"
 
@@ -74,8 +75,12 @@ struct SimInput {
 /// costs' measured p2p bandwidth/latency when present. Memory limit: inputs.memory_limit_bytes.
 [[nodiscard]] SimInput make_sim_input(const Plan& plan, const PlannerInputs& inputs);
 
-/// Same, from the model/cluster/costs YAML texts embedded in the plan (costs estimated
-/// analytically when the plan embeds none). `memory_limit_gib` > 0 overrides the device memory.
+/// Same, from the inputs a plan embeds (plan/plan_inputs.hpp). Memory limit: `memory_limit_gib`
+/// when > 0, else the memory of the device each pipeline device's first rank runs on.
+[[nodiscard]] SimInput make_sim_input(const Plan& plan, const PlanInputs& inputs,
+                                      double memory_limit_gib = 0);
+
+/// Same, parsing the plan's embedded inputs (their errors name the plan "<plan>").
 [[nodiscard]] SimInput make_sim_input(const Plan& plan, double memory_limit_gib = 0);
 
 }  // namespace octo

@@ -598,34 +598,4 @@ std::string describe(const Plan& plan, OpRef ref) {
       describe(plan.programs[static_cast<std::size_t>(ref.device)][static_cast<std::size_t>(ref.index)]));
 }
 
-nlohmann::json report_json(const SimResult& r, const Plan& plan, std::size_t max_path) {
-  nlohmann::json j;
-  j["iteration_time_ms"] = r.makespan_ms;
-  j["bubble_ratio"] = r.bubble_ratio;
-  j["tokens_per_s"] = r.tokens_per_s;
-  j["fits_memory"] = r.fits_memory;
-  j["max_peak_memory_bytes"] = r.max_peak_memory_bytes;
-  j["ops"] = r.ops;
-  nlohmann::json devs = nlohmann::json::array();
-  for (std::size_t d = 0; d < r.devices.size(); ++d) {
-    const DeviceMetrics& m = r.devices[d];
-    devs.push_back({{"device", d},
-                    {"busy_ms", m.busy_ms},
-                    {"idle_ms", m.idle_ms},
-                    {"comm_ms", m.comm_ms},
-                    {"static_bytes", m.static_bytes},
-                    {"peak_activation_bytes", m.peak_activation_bytes},
-                    {"peak_memory_bytes", m.peak_memory_bytes},
-                    {"memory_limit_bytes", m.memory_limit_bytes},
-                    {"peak_live_microbatches", m.peak_live_microbatches}});
-  }
-  j["devices"] = std::move(devs);
-  nlohmann::json path = nlohmann::json::array();
-  for (std::size_t i = 0; i < r.critical_path.size() && i < max_path; ++i)
-    path.push_back(describe(plan, r.critical_path[i]));
-  j["critical_path"] = std::move(path);
-  j["critical_path_length"] = r.critical_path.size();
-  return j;
-}
-
 }  // namespace octo

@@ -14,10 +14,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/units.hpp"
 #include "plan/plan.hpp"
 #include "sim/sim_input.hpp"
 
@@ -35,10 +35,8 @@ struct OpRef {
   friend bool operator==(const OpRef&, const OpRef&) = default;
 };
 
-struct OpSpan {
-  double start_ms = 0;
-  double end_ms = 0;
-};
+/// A simulated op's start and end, in ms.
+using OpSpan = SpanMs;
 
 struct DeviceMetrics {
   double busy_ms = 0;  ///< Σ compute op durations (comm runs on its own stream and is not busy time)
@@ -97,14 +95,6 @@ class Simulator {
 
 /// One-shot convenience wrapper around Simulator::run.
 [[nodiscard]] SimResult simulate(const Plan& plan, const SimInput& input, const SimOptions& options = {});
-
-/// The report (also stored as Plan::predicted): iteration_time_ms, bubble_ratio, tokens_per_s,
-/// fits_memory, max_peak_memory_bytes, ops, devices [{device, busy_ms, idle_ms, comm_ms,
-/// static_bytes, peak_activation_bytes, peak_memory_bytes, memory_limit_bytes,
-/// peak_live_microbatches}], critical_path (the first `max_path` entries as op names
-/// "dev 1: F mb3 s5"), critical_path_length.
-[[nodiscard]] nlohmann::json report_json(const SimResult& result, const Plan& plan,
-                                         std::size_t max_path = 50);
 
 /// "dev 1: F mb3 s5" for programs[ref.device][ref.index].
 [[nodiscard]] std::string describe(const Plan& plan, OpRef ref);

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/units.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
@@ -135,8 +136,8 @@ Timeline sim_timeline(const Plan& plan, const SimResult& result) {
       TraceSlice s;
       s.name = describe(op);
       s.kind = std::string(to_string(op.kind));
-      s.start_us = spans[i].start_ms * 1000.0;
-      s.dur_us = (spans[i].end_ms - spans[i].start_ms) * 1000.0;
+      s.start_us = ms_to_us(spans[i].start_ms);
+      s.dur_us = ms_to_us(spans[i].duration_ms());
       s.args = {{"stage", op.stage}, {"mb", op.mb}, {"index", i}};
       if (!is_comm(op.kind)) {
         s.track = 2 * d;

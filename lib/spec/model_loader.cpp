@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "spec/kind.hpp"
+#include "spec/limits.hpp"
 #include "spec/loader.hpp"
 #include "spec/yaml_reader.hpp"
 
@@ -18,8 +19,6 @@ namespace {
 using yaml::MapReader;
 
 constexpr std::int64_t kMaxBlocks = 1 << 16;
-/// Parameter totals are computed exactly in double; beyond 2^50 (~1e15) a spec is surely a typo.
-constexpr double kMaxParams = 1125899906842624.0;
 
 /// The kinds a block may be made of, in registry order.
 std::vector<const LayerKind*> block_kinds() {
@@ -301,22 +300,7 @@ class ModelParser {
 
   /// Rejects absurd sizes so that derived counts stay exact (all counts are < 2^53 in double).
   void check_size(const MapReader& top, const ModelSpec& m) const {
-    double total = 0;
-    double largest_activation = 0;
-    for (std::size_t i = 0; i < m.layers.size(); ++i) {
-      for (BlockKind kind : m.layers[i].parts) {
-        LayerCounts c = part_counts(m, kind, m.training.micro_batch, m.seq_len);
-        total += static_cast<double>(c.params);
-        largest_activation = std::max(largest_activation, static_cast<double>(c.activation_bytes));
-      }
-    }
-    // Counts saturate at int64 range, so report the bound rather than a number.
-    if (total > kMaxParams)
-      yaml::fail_at(source_, top.self(), "", "the model has more than 2^50 parameters",
-                    "dimensions of a trainable model");
-    if (largest_activation > kMaxParams)
-      yaml::fail_at(source_, top.self(), "", "one layer keeps more than 2^50 bytes of activations",
-                    "smaller seq_len / training.micro_batch");
+    if (const auto p = model_size_problem(m)) yaml::fail_at(source_, top.self(), "", p->problem, p->expected);
   }
 };
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "spec/limits.hpp"
 
 namespace octo::yaml {
 
@@ -101,7 +102,7 @@ class MapReader {
   /// A required nested mapping.
   [[nodiscard]] MapReader map(std::string_view key, std::vector<std::string> known) const;
 
-  static constexpr std::int64_t kMaxInt = 2147483647;
+  static constexpr std::int64_t kMaxInt = kMaxInputInteger;
 
  private:
   YAML::Node node_;

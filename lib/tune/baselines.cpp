@@ -9,27 +9,26 @@ MethodSummary summarize(const std::string& name, const Plan& plan) {
   MethodSummary m;
   m.name = name;
   m.ran = true;
-  const nlohmann::json& p = plan.predicted;
-  if (p.is_object()) {
-    m.iteration_time_ms = p.value("iteration_time_ms", 0.0);
-    m.bubble_ratio = p.value("bubble_ratio", 0.0);
-    m.peak_memory_bytes = p.value("max_peak_memory_bytes", std::int64_t{0});
-    m.fits_memory = p.value("fits_memory", false);
-    m.tokens_per_s = p.value("tokens_per_s", 0.0);
-    m.lower_bound_ms = p.value("lower_bound_ms", 0.0);
-    m.gap = p.value("gap", 0.0);
+  if (const std::optional<Prediction>& p = plan.predicted) {
+    m.iteration_time_ms = p->iteration_time_ms;
+    m.bubble_ratio = p->bubble_ratio;
+    m.peak_memory_bytes = p->max_peak_memory_bytes;
+    m.fits_memory = p->fits_memory;
+    m.tokens_per_s = p->tokens_per_s;
+    m.lower_bound_ms = p->lower_bound_ms.value_or(0.0);
+    m.gap = p->gap.value_or(0.0);
   }
   for (const Stage& s : plan.stages) m.recompute = m.recompute || s.recompute;
   return m;
 }
 
 double iteration_ms(const BaselineRun& run) {
-  return run.plan ? run.plan->predicted.value("iteration_time_ms", 0.0) : 0.0;
+  return run.plan && run.plan->predicted ? run.plan->predicted->iteration_time_ms : 0.0;
 }
 
 double peak_bytes(const BaselineRun& run) {
-  return run.plan ? static_cast<double>(run.plan->predicted.value("max_peak_memory_bytes", std::int64_t{0}))
-                  : 0.0;
+  return run.plan && run.plan->predicted ? static_cast<double>(run.plan->predicted->max_peak_memory_bytes)
+                                         : 0.0;
 }
 
 const BaselineRun* BaselineField::incumbent() const {
@@ -79,14 +78,14 @@ BaselineField run_baseline_field(const PlannerInputs& inputs, bool can_fit) {
     }
     MethodSummary s = summarize(r.method, *r.plan);
     if (plain[i]) {
-      s.without_recompute_ms = plain[i]->predicted.value("iteration_time_ms", 0.0);
-      s.without_recompute_peak_bytes = plain[i]->predicted.value("max_peak_memory_bytes", std::int64_t{0});
+      s.without_recompute_ms = plain[i]->predicted->iteration_time_ms;
+      s.without_recompute_peak_bytes = plain[i]->predicted->max_peak_memory_bytes;
     }
     f.summaries.push_back(std::move(s));
     const int at = static_cast<int>(i);
     if (f.fastest < 0 || iteration_ms(r) < iteration_ms(f.runs[static_cast<std::size_t>(f.fastest)]))
       f.fastest = at;
-    if (r.plan->predicted.value("fits_memory", false) &&
+    if (r.plan->predicted->fits_memory &&
         (f.best < 0 || iteration_ms(r) < iteration_ms(f.runs[static_cast<std::size_t>(f.best)])))
       f.best = at;
   }

@@ -18,7 +18,7 @@ std::vector<Evaluation> BatchEvaluator::run(const Evaluator& evaluator, std::spa
   const int n = static_cast<int>(
       std::min<std::int64_t>(static_cast<std::int64_t>(candidates.size()), budget_.evaluations_left()));
   pool_.run(n, [&](int i, int worker) {
-    if (budget_.past_wall_cap()) return;
+    if (budget_.interrupted() || budget_.past_wall_cap()) return;
     out[static_cast<std::size_t>(i)] = evaluator.evaluate(
         candidates[static_cast<std::size_t>(i)], sims_[static_cast<std::size_t>(worker)], nullptr, bound);
   });

@@ -8,7 +8,8 @@ Budget::Budget(const TuneOptions& options, int threads, Clock::time_point start)
     : start_(start),
       work_budget_(options.time_budget_s * kUnitsPerSecondPerThread * threads),
       wall_cap_s_(options.wall_cap_s > 0 ? options.wall_cap_s : options.time_budget_s * kWallCapFactor),
-      max_evaluations_(options.max_evaluations) {}
+      max_evaluations_(options.max_evaluations),
+      stop_(options.stop) {}
 
 void Budget::charge(const Evaluation& e, std::int64_t ops, bool listed) {
   const bool counted = e.ok || e.pruned || !e.problem.empty();
@@ -27,7 +28,9 @@ void Budget::charge(const Evaluation& e, std::int64_t ops, bool listed) {
 
 bool Budget::stopped() {
   if (!stopped_by_.empty()) return true;
-  if (max_evaluations_ > 0 && evaluations_ >= max_evaluations_)
+  if (interrupted())
+    stop("interrupted");
+  else if (max_evaluations_ > 0 && evaluations_ >= max_evaluations_)
     stop("evaluation limit");
   else if (work_units_ >= work_budget_)
     stop("work budget");

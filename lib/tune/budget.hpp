@@ -2,8 +2,10 @@
 /// When the search stops (TuneOptions): a deterministic work budget in op-units
 /// (time_budget_s × threads × kUnitsPerSecondPerThread), an optional evaluation limit, a
 /// wall-clock cap for machines slower than the reference one, or a reason the search gives itself
-/// ("converged", "reached the lower bound"). It also keeps the effort counters of TuneStats.
+/// ("converged", "reached the lower bound"), or an interrupt (TuneOptions::stop: SIGINT,
+/// SIGTERM). It also keeps the effort counters of TuneStats.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -37,6 +39,9 @@ class Budget {
   }
   /// Past the wall-clock cap (safe to call from the worker threads).
   [[nodiscard]] bool past_wall_cap() const { return elapsed_s() >= wall_cap_s_; }
+  /// TuneOptions::stop is raised (safe to call from the worker threads).
+  [[nodiscard]] bool interrupted() const { return stop_ && stop_->load(); }
+  [[nodiscard]] double wall_cap_s() const { return wall_cap_s_; }
   [[nodiscard]] std::int64_t evaluations() const { return evaluations_; }
   /// Evaluations the evaluation limit still allows.
   [[nodiscard]] std::int64_t evaluations_left() const;
@@ -48,6 +53,7 @@ class Budget {
   Clock::time_point start_;
   double work_budget_ = 0, wall_cap_s_ = 0;
   std::int64_t max_evaluations_ = 0;
+  const std::atomic<bool>* stop_ = nullptr;
   std::int64_t evaluations_ = 0, infeasible_ = 0, pruned_ = 0;
   double work_units_ = 0;
   std::string stopped_by_;

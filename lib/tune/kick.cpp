@@ -6,7 +6,7 @@
 
 namespace octo {
 
-Candidate kick(const Candidate& c, int devices, int layers, Rng& rng) {
+Candidate kick(const Candidate& c, int devices, int layers, SplitMix64& rng) {
   const Candidate start = c.without_order();
   Candidate n = start;
   for (int attempt = 0; attempt < 20; ++attempt) {

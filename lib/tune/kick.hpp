@@ -3,12 +3,12 @@
 /// different kinds (boundary shifts, device swaps and moves, scheduler options), so the descent
 /// can leave a local optimum. Deterministic for the search's seed.
 
+#include "core/random.hpp"
 #include "tune/candidate.hpp"
-#include "tune/rng.hpp"
 
 namespace octo {
 
 /// A well-formed perturbation of `c` (list-scheduled: any explicit order is dropped).
-[[nodiscard]] Candidate kick(const Candidate& c, int devices, int layers, Rng& rng);
+[[nodiscard]] Candidate kick(const Candidate& c, int devices, int layers, SplitMix64& rng);
 
 }  // namespace octo

@@ -4,19 +4,12 @@
 
 #include <algorithm>
 
+#include "core/units.hpp"
 #include "sim/sim_input.hpp"
 #include "tune/baselines.hpp"
 
 namespace octo {
 namespace {
-
-/// "12.3 GiB", or MiB / KiB for small sizes.
-std::string human_bytes(double bytes) {
-  constexpr double kKiB = 1024.0;
-  if (bytes >= kKiB * kKiB * kKiB) return fmt::format("{:.1f} GiB", bytes / (kKiB * kKiB * kKiB));
-  if (bytes >= kKiB * kKiB) return fmt::format("{:.1f} MiB", bytes / (kKiB * kKiB));
-  return fmt::format("{:.1f} KiB", bytes / kKiB);
-}
 
 double static_bytes_per_device(const PlannerInputs& in) {
   double params = 0;

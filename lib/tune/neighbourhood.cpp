@@ -51,7 +51,7 @@ bool well_formed(const Candidate& c, int devices, int layers) {
   return std::all_of(count.begin(), count.end(), [](int n) { return n > 0; });
 }
 
-void sample(std::vector<Candidate>& v, std::size_t n, Rng& rng) {
+void sample(std::vector<Candidate>& v, std::size_t n, SplitMix64& rng) {
   if (v.size() <= n) return;
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t j = i + static_cast<std::size_t>(rng.below(static_cast<int>(v.size() - i)));

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/random.hpp"
 #include "cost/inputs.hpp"
 #include "tune/candidate.hpp"
 #include "tune/incumbent.hpp"
-#include "tune/rng.hpp"
 
 namespace octo {
 
@@ -22,7 +22,7 @@ struct SearchContext {
   const PlannerInputs& inputs;
   const Evaluator& evaluator;
   std::span<const double> layer_work;  ///< F + B + W per layer (sched/partition.hpp layer_work_ms)
-  Rng& rng;
+  SplitMix64& rng;
 
   [[nodiscard]] int devices() const { return evaluator.devices(); }
   [[nodiscard]] int microbatches() const { return evaluator.microbatches(); }
@@ -54,6 +54,6 @@ class Neighbourhood {
 [[nodiscard]] bool well_formed(const Candidate& c, int devices, int layers);
 
 /// Keeps `n` of `v` (deterministically from `rng`; a random subset in random order) when v is longer.
-void sample(std::vector<Candidate>& v, std::size_t n, Rng& rng);
+void sample(std::vector<Candidate>& v, std::size_t n, SplitMix64& rng);
 
 }  // namespace octo

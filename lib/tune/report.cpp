@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
+#include "core/units.hpp"
+
 namespace octo {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / kGiB); }
+std::string gib(double bytes) { return fmt::format("{:.1f}", to_gib(bytes)); }
 
 double stage_work_ms(const PlannerInputs& in, const Stage& st) {
   double ms = 0;
@@ -52,10 +52,16 @@ std::string bound_line(const TuneResult& r) {
       100 * (own.ms > 0 ? r.sim.makespan_ms / own.ms - 1 : 0.0));
 }
 
+/// The bound figures of the tuned plan's prediction (Prediction's lower_bound_ms ... lower_bound).
 nlohmann::json bound_json(const TuneResult& r) {
-  nlohmann::json j{{"iteration_time_ms", r.sim.makespan_ms}};
-  add_lower_bounds(j, r.bounds);
-  j.erase("iteration_time_ms");
+  Prediction p;
+  p.iteration_time_ms = r.sim.makespan_ms;
+  add_lower_bounds(p, r.bounds);
+  const nlohmann::json all = to_json(p);
+  nlohmann::json j = nlohmann::json::object();
+  for (const char* key :
+       {"lower_bound_ms", "gap", "structure_lower_bound_ms", "structure_gap", "lower_bound"})
+    j[key] = all.at(key);
   return j;
 }
 
@@ -200,8 +206,12 @@ nlohmann::json plan_summary_json(const PlannerInputs& in, const TuneResult& r) {
 std::string format_comparison(const PlannerInputs& in, const TuneResult& r) {
   std::string out;
   out += fmt::format(
-      "{} on {}: {} pipeline devices (tp {}, dp {}), {} micro-batches, memory limit {} GiB per device\n",
-      in.model.name, in.cluster.name, r.plan.devices, r.plan.tp, r.plan.dp, r.plan.microbatches,
+      "{} ({} parameters, {} active per token) on {}: {} pipeline devices (tp {}, dp {}), {} micro-batches, "
+      "memory "
+      "limit {} GiB per device\n",
+      in.model.name, human_count(static_cast<double>(total_params(in.model))),
+      human_count(static_cast<double>(active_params(in.model))), in.cluster.name, r.plan.devices, r.plan.tp,
+      r.plan.dp, r.plan.microbatches,
       in.memory_limit_bytes > 0 ? gib(in.memory_limit_bytes) : std::string("unlimited"));
   if (r.baselines_recompute_to_fit)
     out +=
@@ -267,6 +277,8 @@ nlohmann::json comparison_json(const PlannerInputs& in, const TuneResult& r) {
   for (const MethodSummary& m : r.baselines) methods.push_back(entry(m));
   return {{"command", "compare"},
           {"model", in.model.name},
+          {"total_params", total_params(in.model)},
+          {"active_params", active_params(in.model)},
           {"cluster", in.cluster.name},
           {"devices", r.plan.devices},
           {"tp", r.plan.tp},

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "sim/check.hpp"
+#include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 
 namespace octo {
@@ -12,7 +13,7 @@ void complete_result(TuneResult& result, const PlannerInputs& inputs, const Eval
                      const LowerBound& any_plan, double search_limit) {
   const auto devices = static_cast<std::size_t>(inputs.pp);
   evaluator.complete(result.plan, "octopipe");
-  result.plan.predicted = nullptr;
+  result.plan.predicted.reset();
   SimInput sim_input = make_sim_input(result.plan, inputs);
   sim_input.memory_limit_bytes.assign(devices, static_cast<std::int64_t>(std::llround(search_limit)));
   const CheckResult check = check_plan(result.plan, sim_input);
@@ -23,10 +24,10 @@ void complete_result(TuneResult& result, const PlannerInputs& inputs, const Eval
   sim_input.memory_limit_bytes.assign(devices,
                                       static_cast<std::int64_t>(std::llround(inputs.memory_limit_bytes)));
   result.sim = simulate(result.plan, sim_input);
-  result.plan.predicted = report_json(result.sim, result.plan);
+  result.plan.predicted = predict(result.sim, result.plan);
   result.bounds =
       PlanBounds{any_plan, structure_lower_bound(result.plan.stages, inputs.microbatches, sim_input)};
-  add_lower_bounds(result.plan.predicted, result.bounds);
+  add_lower_bounds(*result.plan.predicted, result.bounds);
   result.summary = summarize("octopipe", result.plan);
   if (result.best_baseline_ms > 0 && result.sim.makespan_ms > 0)
     result.speedup_vs_best_baseline = result.best_baseline_ms / result.sim.makespan_ms;

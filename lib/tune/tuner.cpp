@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/random.hpp"
 #include "sched/partition.hpp"
 #include "sim/sim_input.hpp"
 #include "tune/baselines.hpp"
@@ -167,7 +168,7 @@ class Search {
   Progress& progress_;
   BatchEvaluator batch_;
   double bound_;
-  Rng rng_;
+  SplitMix64 rng_;
   std::vector<double> work_;
   Incumbent incumbent_;
   TuneStats stats_;
@@ -177,12 +178,26 @@ class Search {
 
 }  // namespace
 
+std::string human_duration(double s) {
+  if (!(s < 120)) {
+    if (s < 2 * 3600.0) return fmt::format("{:.1f} min", s / 60);
+    if (s < 2 * 86400.0) return fmt::format("{:.1f} h", s / 3600);
+    if (s < 2 * 365.25 * 86400) return fmt::format("{:.1f} days", s / 86400);
+    return fmt::format("{:.3g} years", s / (365.25 * 86400));
+  }
+  return fmt::format("{:.3g} s", s);
+}
+
 TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   const auto start = Budget::Clock::now();
   PlannerInputs inputs = inputs_in;
   if (options.pp > 0) inputs.pp = options.pp;
   if (options.microbatches > 0) inputs.microbatches = options.microbatches;
   if (options.memory_limit_bytes > 0) inputs.memory_limit_bytes = options.memory_limit_bytes;
+  if (!(options.time_budget_s > 0) || !std::isfinite(options.time_budget_s))
+    fail_usage("--time-budget: {} (expected a finite number of seconds > 0)", options.time_budget_s);
+  if (!(options.wall_cap_s >= 0) || !std::isfinite(options.wall_cap_s))
+    fail_usage("--wall-cap: {} (expected a finite number of seconds > 0)", options.wall_cap_s);
   const int p = inputs.pp, m = inputs.microbatches;
   const int layers = static_cast<int>(inputs.costs.layers.size());
   if (p < 1) fail("tuner: {} pipeline devices (expected at least 1)", p);
@@ -198,6 +213,13 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   WorkerPool pool(options.threads);
   Budget budget(options, pool.threads(), start);
   Progress progress(options, budget);
+  // What the budget amounts to (any budget is accepted), and how to end the search early.
+  progress.report(
+      fmt::format("search budget {} of work on the reference machine ({} threads), wall clock "
+                  "capped at {}; Ctrl-C (SIGINT) or SIGTERM stops the search and keeps the best "
+                  "plan found so far",
+                  human_duration(options.time_budget_s), pool.threads(), human_duration(budget.wall_cap_s())),
+      true, nullptr, 0);
 
   // 1. Baselines (the incumbent), and the bound of any plan (the search stops when it gets there).
   const bool can_fit = static_memory_can_fit(inputs);

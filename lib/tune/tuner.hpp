@@ -21,6 +21,7 @@
 /// slow machine (TuneStats::stopped_by tells). With max_evaluations alone it does not even depend
 /// on the thread count. Progress goes to TuneOptions::progress only; the library prints nothing.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -70,9 +71,16 @@ struct TuneOptions {
   /// Wall-clock cap in seconds, baselines included (0: kWallCapFactor × time_budget_s). A large
   /// cap makes a loaded machine spend the whole work budget, for comparisons at equal work.
   double wall_cap_s = 0;
-  /// Called with progress reports (tune/report.hpp format_progress makes them a line).
+  /// Called with progress reports (tune/report.hpp format_progress makes them a line); the first
+  /// one says what the budget amounts to.
   std::function<void(const TuneProgress&)> progress;
+  /// When set and raised (core/interrupt.hpp: SIGINT, SIGTERM), the search stops at once and
+  /// the best plan found so far is the result (TuneStats::stopped_by "interrupted").
+  const std::atomic<bool>* stop = nullptr;
 };
+
+/// "10 s", "4.2 min", "3.1 h", "12.5 days", "31.7 years": a duration for the progress line.
+[[nodiscard]] std::string human_duration(double seconds);
 
 /// One row of the comparison: a baseline or the tuned plan.
 struct MethodSummary {
@@ -104,7 +112,7 @@ struct TuneStats {
   double elapsed_s = 0;
   double baselines_s = 0;  ///< time spent building the baselines
   /// "converged", "reached the lower bound", "work budget", "evaluation limit" (all
-  /// deterministic) or "wall-clock cap".
+  /// deterministic), "wall-clock cap" or "interrupted" (TuneOptions::stop).
   std::string stopped_by;
   std::string start;     ///< the incumbent the search started from (a baseline or "none")
   std::string origin;    ///< what the best plan is: "search" or the baseline it kept
@@ -116,7 +124,7 @@ struct TuneStats {
 
 struct TuneResult {
   /// The tuned plan: method "octopipe", lowered (SEND/RECV placed), inputs embedded, `predicted`
-  /// = report_json of its simulation. It passes check_plan under `memory_limit_bytes`.
+  /// = the prediction of its simulation. It passes check_plan under `memory_limit_bytes`.
   Plan plan;
   SimResult sim;                         ///< its simulation (with the critical path)
   PlanBounds bounds;                     ///< its lower bounds (any plan; its partition and placement)

@@ -149,14 +149,11 @@ int main(int argc, char** argv) {
     const double tokens_per_s = tokens / t, tflops = flops_per_step / t / 1e12;
 
     const exec::RunStats run = exec::gather_stats(plan, stats, *comm);
-    const nlohmann::json measured = exec::measured_json(plan, run, warmup);
-    nlohmann::json resim;
-    try {
-      resim = exec::resimulate_json(plan, measured);
-    } catch (const std::exception& e) {
-      resim = {{"error", e.what()}};
-    }
-    const double pred_bubble = number(p.predicted, "bubble_ratio");
+    const Measurement measurement = exec::measure(plan, run, warmup);
+    const nlohmann::json measured = to_json(measurement);
+    const nlohmann::json resim = to_json(exec::resimulate(plan, measurement));
+    const nlohmann::json predicted = p.predicted ? to_json(*p.predicted) : nlohmann::json(nullptr);
+    const double pred_bubble = number(predicted, "bubble_ratio");
 
     nlohmann::json out = {
         {"model", plan.model.name},
@@ -183,7 +180,7 @@ int main(int argc, char** argv) {
         {"cuda_mallocs_in_measured_steps", alloc.device_mallocs - mallocs_after_warmup},
         {"peak_reserved_gib", static_cast<double>(alloc.peak_reserved_bytes) / (1ull << 30)},
         {"measured", measured},
-        {"predicted", p.predicted},
+        {"predicted", predicted},
         {"predicted_with_measured_costs", resim}};
     fmt::print(
         "  {}: {:.0f} tokens/s, {:.1f} TFLOP/s achieved (model FLOPs {:.3g}/step, step {:.1f} ms median of "
@@ -199,7 +196,7 @@ int main(int argc, char** argv) {
         "  iteration: measured {:.2f} ms (pipeline {:.2f} ms), predicted {:.2f} ms by the plan's costs ({}), "
         "{:.2f} ms simulated with the measured op times\n",
         number(measured, "iteration_time_ms"), number(measured, "pipeline_time_ms"),
-        number(p.predicted, "iteration_time_ms"),
+        number(predicted, "iteration_time_ms"),
         cluster_path.empty() ? "analytic estimate for the embedded H100 node" : cluster_path,
         number(resim, "iteration_time_ms"));
     if (!json_path.empty()) write_file_atomic(json_path, out.dump(2) + "\n");

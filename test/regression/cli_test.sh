@@ -131,6 +131,54 @@ plans-in-sync)
   [[ $n -gt 0 ]] || fail "no example plans"
   echo "ok: $n plans in sync"
   ;;
+exit-codes)
+  # expect_code CODE PATTERN CMD...: CMD exits with CODE and prints PATTERN on stderr (README "Errors").
+  expect_code() {
+    local want=$1 pattern=$2; shift 2
+    local out rc
+    out=$("$@" 2>&1 >/dev/null); rc=$?
+    [[ $rc -eq $want ]] || fail "exit $rc instead of $want: $* ($out)"
+    grep -Eq -- "$pattern" <<<"$out" || fail "message '$out' does not match '$pattern'"
+    echo "ok: exit $rc: $out"
+  }
+  tiny=(profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml)
+  expect_code 2 "--pp: must be at least 1 \(got 0\)" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 0 -o "$work/p.json"
+  expect_code 2 "--frobnicate" "$octoplan" estimate "${tiny[@]}" --frobnicate
+  expect_code 2 "--steps: must be at least 1" "$bin/octorun" plans/tiny-hybrid.1f1b.cpu2.json --steps 0
+  expect_code 3 "nowhere.yaml" "$octoplan" estimate "$work/nowhere.yaml"
+  mkdir "$work/dir"
+  expect_code 4 "is a directory" "$octoplan" estimate "${tiny[@]}" -o "$work/dir"
+  expect_code 5 "does not fit.*--pp|does not fit.*recompute" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 2 \
+    --memory-limit-gib 0.001 -o "$work/p.json"
+  [[ ! -e "$work/p.json" ]] || fail "a plan that does not fit was written"
+  python3 - plans/tiny-hybrid.1f1b.cpu2.json "$work/bad.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["predicted"]["iteration_time_ms"] *= 2
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+  expect_code 1 "predicted.iteration_time_ms" "$octoplan" check "$work/bad.json"
+  expect_code 3 "predicted.iteration_time_ms" "$octoplan" simulate "$work/bad.json"
+  ;;
+parameters)
+  # Total and active parameters of a MoE model in estimate and in compare's header, against the
+  # published figures of Jamba-v0.1 (52 B total, 12 B active per token) within 3 %.
+  out=$("$octoplan" estimate profiles/models/jamba-v0.1.yaml --report "$work/e.json") || fail "estimate"
+  grep -E "^Parameters: [0-9.]+B total, [0-9.]+B active per token" <<<"$out" || fail "estimate prints no parameters"
+  python3 - "$work/e.json" <<'PY' || fail "estimate's parameter counts"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert abs(r["total_params"] / 52e9 - 1) < 0.03, r["total_params"]
+assert abs(r["active_params"] / 12e9 - 1) < 0.03, r["active_params"]
+# The table's per-kind parameters (per TP rank, tp 1 here) add up to the same total.
+assert abs(sum(k["params_per_layer"] * k["count"] for k in r["kinds"]) - r["total_params"]) < 1, r
+PY
+  total=$(grep -oE "^Parameters: [0-9.]+B total, [0-9.]+B active" <<<"$out" | sed 's/Parameters: //')
+  out=$("$octoplan" compare profiles/models/jamba-v0.1.yaml --pp 4 --microbatches 8 --time-budget 0.5 --threads 1 \
+    --quiet --report "$work/c.json") || fail "compare"
+  head -1 <<<"$out"
+  grep -q "^jamba-v0.1 (${total/ total, / parameters, } per token)" <<<"$out" || fail "compare's header lacks '$total'"
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "PASS $case_name"

@@ -9,6 +9,7 @@
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/units.hpp"
 #include "cost/profile_io.hpp"
 
 namespace {
@@ -46,8 +47,6 @@ std::string load_error(const octo::InputOptions& o) {
   return "";
 }
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 }  // namespace
 
 TEST_CASE("load_inputs: files and defaults", "[cost][inputs]") {
@@ -59,7 +58,7 @@ TEST_CASE("load_inputs: files and defaults", "[cost][inputs]") {
   CHECK(in.cluster.name == "h100x8");  // the embedded default
   CHECK(in.pp == 8);                   // world 8 / (tp 1 x dp 1)
   CHECK(in.microbatches == 16);        // the model's training.microbatches
-  CHECK(in.memory_limit_bytes == 80 * kGiB);
+  CHECK(in.memory_limit_bytes == 80 * octo::kGiB);
   CHECK(in.costs.layers.size() == 34);
   CHECK(in.costs.origin == kSyntheticCosts);
   // The source texts travel unchanged into plans.
@@ -96,7 +95,7 @@ TEST_CASE("load_inputs: estimated costs, global batch and overrides", "[cost][in
   CHECK(in.pp == 2);
   CHECK(in.cluster.tp == 2);
   CHECK(in.microbatches == 5);
-  CHECK(in.memory_limit_bytes == 40 * kGiB);
+  CHECK(in.memory_limit_bytes == 40 * octo::kGiB);
   CHECK(in.model.training.micro_batch == 2);
   CHECK(in.model.seq_len == 1024);
   CHECK(in.costs.micro_batch == 2);
@@ -172,4 +171,78 @@ TEST_CASE("load_inputs: costs for another model name load with a warning", "[cos
   const auto in = octo::load_inputs(o);
   CHECK(in.costs.model == "other");
   CHECK(in.costs.layers.size() == in.model.layers.size());
+}
+
+TEST_CASE("load_inputs: costs must describe the model at the run's shape", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = kSynthetic;
+  SECTION("labels in another order: the first mismatching layer is named") {
+    o.costs_path = write_variant(kSyntheticCosts, "relabelled.yaml", "label: \"-\"", "label: \"M\"");
+    CHECK_THAT(load_error(o),
+               Catch::Matchers::StartsWith(o.costs_path + ": layer 1: label 'M', but layer 1 of "
+                                                          "model synthetic-uniform is '-'"));
+  }
+  SECTION("another shape") {
+    o.costs_path = kSyntheticCosts;
+    o.micro_batch = 2;  // the costs are for micro-batch 1
+    CHECK_THAT(load_error(o),
+               Catch::Matchers::StartsWith(o.costs_path + ": shape.micro_batch: 1, but the plan uses 2"));
+    o.micro_batch = 0;
+    o.seq = 128;  // the costs are for seq 256
+    CHECK_THAT(load_error(o), Catch::Matchers::Contains("shape.seq: 256, but the plan uses 128"));
+    o.seq = 0;
+    o.tp = 2;
+    CHECK_THAT(load_error(o), Catch::Matchers::Contains("shape.tp: 1, but the plan uses 2"));
+  }
+  SECTION("bytes of another hidden size") {
+    // 1 x 256 x 256 bf16 = 131072 bytes pass between layers; 65536 would be hidden 128.
+    o.costs_path = write_variant(kSyntheticCosts, "half-bytes.yaml", "output_bytes: 131072, params: 0",
+                                 "output_bytes: 65536, params: 0");
+    CHECK_THAT(load_error(o),
+               Catch::Matchers::Contains("layer 0 ('embedding'): output_bytes 65536, but model "
+                                         "synthetic-uniform passes 131072 bytes"));
+  }
+}
+
+TEST_CASE("load_inputs: options go through the bounds of the files", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = kNemotron;
+  o.seq = 2000000000000;
+  CHECK_THAT(load_error(o),
+             Catch::Matchers::StartsWith("command line: --seq: 2000000000000 is too large (expected "
+                                         "at most 2147483647, the bound of seq_len in a model file)"));
+  o.seq = 16384;  // the model's seq_len is 8192
+  CHECK_THAT(load_error(o), Catch::Matchers::Contains("--seq: 16384 is longer than the seq_len 8192"));
+  o.seq = 0;
+  o.micro_batch = 2000000000;  // within the integer bound, but activations beyond 2^50 bytes
+  CHECK_THAT(load_error(o),
+             Catch::Matchers::Contains("--micro-batch: 2000000000 with model nemotron-h-8b: one layer "
+                                       "keeps more than 2^50 bytes of activations"));
+  try {
+    o.micro_batch = 0;
+    o.seq = 2000000000000;
+    (void)octo::load_inputs(o);
+  } catch (const octo::Error& e) {
+    CHECK(e.kind() == octo::ErrorKind::Usage);
+  }
+}
+
+TEST_CASE("load_inputs: planning that needs more memory than the machine has is refused", "[cost][inputs]") {
+  octo::InputOptions o;
+  o.model_path = kSynthetic;
+  o.costs_path = kSyntheticCosts;
+  o.pp = 8;
+  o.microbatches = 2000000000;  // 32 stages x 2e9 micro-batches: terabytes
+  try {
+    (void)octo::load_inputs(o);
+    FAIL("accepted");
+  } catch (const octo::Error& e) {
+    CHECK(e.kind() == octo::ErrorKind::TooLarge);
+    CHECK_THAT(e.what(),
+               Catch::Matchers::StartsWith("command line: --microbatches: 2000000000 micro-batches on 8 "
+                                           "pipeline devices would need at least"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("more than this machine's"));
+  }
+  o.microbatches = 64;
+  CHECK_NOTHROW(octo::load_inputs(o));
 }

@@ -207,7 +207,7 @@ TEST_CASE("runtime: plans that cannot run here are refused before any work", "[e
   SECTION("sequences longer than the model's") {
     plan.seq = 65;
     CHECK_THROWS_WITH(prepare_plan(plan, "p.json", 2),
-                      Catch::Contains("seq 65 exceeds the model's seq_len 64"));
+                      Catch::Contains("p.json: seq: 65 exceeds the seq_len 64"));
   }
   SECTION("no embedded model") {
     plan.model_yaml.clear();
@@ -249,7 +249,7 @@ TEST_CASE("runtime: measured figures and the timeline are consistent", "[exec][r
   ThreadWorld world(2);
   nn::CpuDevice d0(1), d1(1);
   std::vector<nn::Device*> devices{&d0, &d1};
-  std::vector<nlohmann::json> reports(2);
+  std::vector<Measurement> reports(2);
   std::vector<Timeline> timelines(2);
   const auto errors = run_ranks(world, [&](Comm& c) {
     Runtime rt(plan, c, *devices[static_cast<std::size_t>(c.rank())], corpus());
@@ -259,36 +259,42 @@ TEST_CASE("runtime: measured figures and the timeline are consistent", "[exec][r
       rt.update();
     }
     const RunStats stats = gather_stats(plan, steps, c);
-    reports[static_cast<std::size_t>(c.rank())] = measured_json(plan, stats, 1);
+    reports[static_cast<std::size_t>(c.rank())] = measure(plan, stats, 1);
     timelines[static_cast<std::size_t>(c.rank())] = measured_timeline(plan, stats);
   });
   REQUIRE(joined_errors(errors).empty());
   CHECK(reports[0] == reports[1]);  // every rank gets the same gathered figures
-  const nlohmann::json& m = reports[0];
-  CHECK(m.at("measured_steps") == 2);
-  const double pipeline = m.at("pipeline_time_ms").get<double>();
+  const Measurement& m = reports[0];
+  CHECK(m.measured_steps == 2);
+  const double pipeline = m.pipeline_time_ms;
   CHECK(pipeline > 0);
-  CHECK(m.at("iteration_time_ms").get<double>() >= pipeline * 0.999);
-  const double bubble = m.at("bubble_ratio").get<double>();
+  CHECK(m.iteration_time_ms >= pipeline * 0.999);
+  const double bubble = m.bubble_ratio;
   CHECK(bubble >= 0);
   CHECK(bubble < 1);
-  CHECK(m.at("overhead_us_per_op").get<double>() >= 0);
+  CHECK(m.overhead_us_per_op >= 0);
   // Testing transfers is part of the overhead (the walk's time outside compute and waits).
-  CHECK(m.at("progress_us_per_op").get<double>() <= m.at("overhead_us_per_op").get<double>() + 1e-3);
+  CHECK(m.progress_us_per_op <= m.overhead_us_per_op + 1e-3);
   double busy = 0;
-  for (const auto& r : m.at("ranks")) {
-    CHECK(r.at("busy_ms").get<double>() > 0);
-    CHECK(r.at("busy_ms").get<double>() <= pipeline * 1.0001);
-    CHECK(r.at("peak_activation_bytes").get<std::int64_t>() > 0);
-    CHECK(r.at("ops").get<std::size_t>() == plan.plan.programs[r.at("device").get<std::size_t>()].size());
-    busy += r.at("busy_ms").get<double>();
+  for (const RankMeasurement& r : m.ranks) {
+    CHECK(r.busy_ms > 0);
+    CHECK(r.busy_ms <= pipeline * 1.0001);
+    CHECK(r.peak_activation_bytes > 0);
+    CHECK(static_cast<std::size_t>(r.ops) == plan.plan.programs[static_cast<std::size_t>(r.device)].size());
+    busy += r.busy_ms;
   }
   // 1 − Σbusy / (ranks × makespan) from medians is close to the median of per-step ratios.
   CHECK(bubble == Approx(1.0 - busy / (2 * pipeline)).margin(0.15));
-  for (const auto& s : m.at("stage_ms")) CHECK(s.contains("F"));
-  const auto& losses = m.at("loss");
-  REQUIRE(losses.size() == 3);
-  for (const auto& l : losses) CHECK(std::isfinite(l.get<double>()));
+  for (const StageOpTimes& s : m.stage_ms) CHECK(s.of(OpKind::F).has_value());
+  REQUIRE(m.loss.size() == 3);
+  for (double l : m.loss) CHECK(std::isfinite(l));
+  // The run report round-trips through its JSON.
+  RunReport report;
+  report.measured = m;
+  report.plan = "p.json";
+  report.world_size = report.devices = report.stages = 2;
+  report.microbatches = plan.plan.microbatches;
+  CHECK(run_report_from_json(to_json(report), "r.json") == report);
 
   const Timeline& tl = timelines[0];
   std::size_t ops = 0;

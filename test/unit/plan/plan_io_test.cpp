@@ -34,7 +34,28 @@ Plan sample_plan(std::mt19937& rng) {
   plan.dp = 4;
   plan.micro_batch = 3;
   plan.seq = 8192;
-  plan.predicted = {{"iteration_time_ms", 12.5}, {"devices", json::array({{{"busy_ms", 1.25}}})}};
+  // Every figure of the prediction differs, so a field read into the wrong member shows up.
+  Prediction p;
+  p.iteration_time_ms = 12.5;
+  p.bubble_ratio = 0.125;
+  p.tokens_per_s = 3.0e5;
+  p.fits_memory = rng() % 2 == 0;
+  p.max_peak_memory_bytes = (std::int64_t{1} << 40) + 7;
+  p.ops = 99;
+  for (int d = 0; d < 2; ++d)
+    p.devices.push_back({d, 1.25 + d, 0.5, 0.75, 1000 + d, 2000 + d, 3000 + d, 4000 + d, 5 + d});
+  p.critical_path = {"dev 0: F mb0 s0", "dev 1: F \"mb0\" s1"};
+  p.critical_path_length = 17;
+  if (rng() % 2 == 0) {  // the bound figures (sim/lower_bound.hpp add_lower_bounds), sometimes absent
+    p.lower_bound_ms = 10.25;
+    p.gap = 0.21875;
+    p.structure_lower_bound_ms = 11.5;
+    p.structure_gap = 0.0625;
+    p.lower_bound = LowerBoundDerivations{{"work", 3, {{"work", 10.25}, {"critical_path", 4.5}}},
+                                          {"device", -1, {{"critical_path", 11.5}}}};
+  }
+  if (rng() % 3 != 0) plan.predicted = p;  // sometimes absent (null)
+  plan.allow_oversubscribed_memory = rng() % 2 == 0;
   return plan;
 }
 
@@ -127,7 +148,7 @@ TEST_CASE("malformed plan files get clear errors", "[io]") {
   CHECK(error_of(replaced(kValid, "\"microbatches\": 1", "\"micro_batches\": 1")) ==
         "plan.json: micro_batches: unknown key (expected one of schema_version, generator, method, inputs, "
         "parallel, "
-        "microbatches, micro_batch, seq, stages, devices, predicted)");
+        "microbatches, micro_batch, seq, stages, devices, allow_oversubscribed_memory, predicted)");
   CHECK(error_of(replaced(kValid, "\"device\": 0}]", "\"devcie\": 0}]")) ==
         "plan.json: stages[0].devcie: unknown key (expected one of layers, device, recompute)");
   CHECK(error_of(replaced(kValid, "[0, 2]", "[0, 2, 4]")) ==
@@ -191,5 +212,30 @@ TEST_CASE("the loader checks the stages against the embedded model", "[io]") {
   plan.stages[0].end_layer = layers;
   CHECK(parse_plan(plan_to_string(plan), "plan.json") == plan);
   plan.model_yaml = "name: [";
-  CHECK_THAT(error_of(plan_to_string(plan)), Catch::StartsWith("plan.json: inputs.model.yaml:"));
+  // An error inside the embedded model names the plan file, the document and the line in it.
+  CHECK_THAT(error_of(plan_to_string(plan)),
+             Catch::StartsWith("plan.json: inputs.model (embedded YAML) line 1: "));
+}
+
+TEST_CASE("a stored prediction is read with every figure and the JSON path of a bad one", "[io]") {
+  std::mt19937 rng(11);
+  Plan plan = sample_plan(rng);
+  while (!plan.predicted) plan = sample_plan(rng);
+  json j = to_json(plan);
+  CHECK(j.at("predicted").at("devices").at(1).at("peak_live_microbatches") == 6);
+  CHECK(plan_from_json(j, "p.json").predicted == plan.predicted);
+  json bad = j;
+  bad["predicted"]["devices"][1]["busy_ms"] = "fast";
+  CHECK_THROWS_WITH(plan_from_json(bad, "p.json"),
+                    "p.json: predicted.devices[1].busy_ms: is a string (expected a number)");
+  bad = j;
+  bad["predicted"].erase("tokens_per_s");
+  CHECK_THROWS_WITH(plan_from_json(bad, "p.json"), "p.json: predicted.tokens_per_s: missing");
+  bad = j;
+  bad["predicted"]["upper_bound"] = 1;
+  CHECK_THROWS_WITH(plan_from_json(bad, "p.json"),
+                    Catch::StartsWith("p.json: predicted.upper_bound: unknown key"));
+  bad = j;
+  bad["predicted"] = nullptr;
+  CHECK_FALSE(plan_from_json(bad, "p.json").predicted.has_value());
 }

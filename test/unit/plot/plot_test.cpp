@@ -7,9 +7,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "cost/inputs.hpp"
 #include "plan/plan_io.hpp"
+#include "plan/run_report.hpp"
 #include "plot/compare_chart.hpp"
 #include "plot/picture.hpp"
 #include "plot/plan_picture.hpp"
@@ -121,11 +123,12 @@ TEST_CASE("plot: the lower bound and the gap appear when the plan's prediction h
   octo::Plan plan = baseline("1f1b");
   const octo::SimResult r = timed(plan);
   // Baselines carry the bound; a plan from elsewhere may not, and then the title has none.
+  REQUIRE(plan.predicted);
   CHECK(octo::plot::predicted_lower_bound(plan));
-  plan.predicted.erase("lower_bound_ms");
+  plan.predicted->lower_bound_ms.reset();
   CHECK(!octo::plot::predicted_lower_bound(plan));
   CHECK(octo::plot::plan_picture(plan, r).title[1].find("lower bound") == std::string::npos);
-  plan.predicted["lower_bound_ms"] = r.makespan_ms / 1.25;
+  plan.predicted->lower_bound_ms = r.makespan_ms / 1.25;
   const auto title = octo::plot::plan_picture(plan, r).title[1];
   CHECK(title.find(fmt::format("lower bound {:.2f} ms (gap 25.0 %)", r.makespan_ms / 1.25)) !=
         std::string::npos);
@@ -157,14 +160,28 @@ TEST_CASE("plot: a run from octorun's trace format lines up with the prediction"
   CHECK(pic.title.back().find(fmt::format("bubble {:.1f} %", 100 * r.bubble_ratio)) != std::string::npos);
 
   // A --report has busy times only: one bar per rank of replica 0.
-  const nlohmann::json report = {{"command", "octorun"},
-                                 {"measured",
-                                  {{"pipeline_time_ms", 10.0},
-                                   {"bubble_ratio", 0.25},
-                                   {"ranks",
-                                    {{{"rank", 0}, {"device", 0}, {"replica", 0}, {"busy_ms", 8.0}},
-                                     {{"rank", 1}, {"device", 1}, {"replica", 0}, {"busy_ms", 7.0}},
-                                     {{"rank", 2}, {"device", 0}, {"replica", 1}, {"busy_ms", 6.0}}}}}}};
+  // The report is octorun's typed run report (plan/run_report.hpp), written by its to_json.
+  octo::RunReport run;
+  run.plan = "p.json";
+  run.model = "m";
+  run.backend = "cpu";
+  run.transport = "mpi";
+  run.world_size = 3;
+  run.devices = 2;
+  run.stages = 2;
+  run.microbatches = 4;
+  run.measured.pipeline_time_ms = 10.0;
+  run.measured.bubble_ratio = 0.25;
+  for (const auto& [rank, device, replica, busy] :
+       {std::tuple{0, 0, 0, 8.0}, std::tuple{1, 1, 0, 7.0}, std::tuple{2, 0, 1, 6.0}}) {
+    octo::RankMeasurement m;
+    m.rank = rank;
+    m.device = device;
+    m.replica = replica;
+    m.busy_ms = busy;
+    run.measured.ranks.push_back(m);
+  }
+  const nlohmann::json report = octo::to_json(run);
   octo::plot::Picture rp = octo::plot::plan_picture(plan, r);
   octo::plot::add_run(rp, plan, report, "run.report.json", false);
   REQUIRE(rp.rows.size() == predicted_rows + 2);
@@ -172,6 +189,11 @@ TEST_CASE("plot: a run from octorun's trace format lines up with the prediction"
   CHECK(rp.rows.back().note == "70.0 % busy");
   CHECK_THROWS_WITH(octo::plot::add_run(rp, plan, nlohmann::json{{"x", 1}}, "bad.json", false),
                     Catch::Contains("bad.json") && Catch::Contains("neither"));
+  // A report that is not octorun's format is refused at the JSON path of the problem.
+  nlohmann::json broken = report;
+  broken["measured"].erase("pipeline_time_ms");
+  CHECK_THROWS_WITH(octo::plot::add_run(rp, plan, broken, "run.report.json", false),
+                    Catch::StartsWith("run.report.json: measured.pipeline_time_ms: missing"));
 }
 
 TEST_CASE("plot: the compare chart from a compare report") {

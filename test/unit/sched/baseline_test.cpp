@@ -39,8 +39,6 @@ BaselineOptions method(const std::string& schedule, PartitionKind partition = Pa
   return o;
 }
 
-double predicted(const Plan& plan, const char* key) { return plan.predicted.at(key).get<double>(); }
-
 }  // namespace
 
 TEST_CASE("baselines on synthetic-uniform follow the closed forms, uniform and balanced alike") {
@@ -66,9 +64,9 @@ TEST_CASE("baselines on synthetic-uniform follow the closed forms, uniform and b
       INFO(method_name(o));
       const Plan plan = build_baseline(in, o);
       CHECK(plan.method == method_name(o));
-      CHECK(predicted(plan, "iteration_time_ms") == Approx(e.c * e.makespan).epsilon(1e-12));
-      CHECK(predicted(plan, "bubble_ratio") == Approx(e.bubble).epsilon(1e-9));
-      CHECK(plan.predicted.at("fits_memory").get<bool>());
+      CHECK(plan.predicted->iteration_time_ms == Approx(e.c * e.makespan).epsilon(1e-12));
+      CHECK(plan.predicted->bubble_ratio == Approx(e.bubble).epsilon(1e-9));
+      CHECK(plan.predicted->fits_memory);
       // Every stage does the same work: c ms of blocks (zero-cost embedding and head aside).
       const std::size_t stages = plan.stages.size();
       CHECK(stages * static_cast<std::size_t>(e.c) == 32);
@@ -176,5 +174,5 @@ TEST_CASE("recompute: full puts R before every backward; the stage work grows by
   }
   CHECK(r_ops == 2 * 4);
   // Busy per device: m (F + R + B + W) = 4 x 4 x 16 ms.
-  for (const auto& d : plan.predicted.at("devices")) CHECK(d.at("busy_ms").get<double>() == Approx(256.0));
+  for (const DevicePrediction& d : plan.predicted->devices) CHECK(d.busy_ms == Approx(256.0));
 }

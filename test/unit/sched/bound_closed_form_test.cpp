@@ -26,7 +26,7 @@ PlannerInputs synthetic(int pp, int microbatches) {
   return load_inputs(o);
 }
 
-double value(const Plan& plan, const char* key) { return plan.predicted.at(key).get<double>(); }
+double value(const Plan& plan, const char* key) { return to_json(*plan.predicted).at(key).get<double>(); }
 
 }  // namespace
 

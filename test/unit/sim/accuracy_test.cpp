@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "plan/run_report.hpp"
+#include "sim/predict.hpp"
 #include "sim/simulator.hpp"
 #include "sim_testing.hpp"
 
@@ -43,26 +45,45 @@ Case two_device_case(int dp = 1) {
   return c;
 }
 
+/// A run report of the case as octorun writes it (plan/run_report.hpp), with hand-made figures.
 json run_report() {
-  return {{"command", "octorun"},
-          {"model", "hand-model"},
-          {"method", "hand"},
-          {"devices", 2},
-          {"dp", 1},
-          {"stages", 2},
-          {"microbatches", 1},
-          {"micro_batch", 1},
-          {"seq", 100},
-          {"predicted", {{"iteration_time_ms", 8.0}}},
-          {"measured",
-           {{"steps", 5},
-            {"measured_steps", 4},
-            {"iteration_time_ms", 10.5},
-            {"pipeline_time_ms", 10.0},
-            {"bubble_ratio", 0.45},
-            {"ranks",
-             {{{"rank", 0}, {"device", 0}, {"busy_ms", 5.0}, {"peak_activation_bytes", 1250}},
-              {{"rank", 1}, {"device", 1}, {"busy_ms", 4.4}, {"peak_activation_bytes", 3000}}}}}}};
+  RunReport r;
+  r.plan = "plan.json";
+  r.model = "hand-model";
+  r.method = "hand";
+  r.backend = "cpu";
+  r.transport = "mpi";
+  r.world_size = 2;
+  r.devices = 2;
+  r.dp = 1;
+  r.stages = 2;
+  r.microbatches = 1;
+  r.micro_batch = 1;
+  r.seq = 100;
+  r.lr = 1e-3;
+  r.warmup_steps = 1;
+  const Case k = two_device_case();
+  r.predicted = predict(k.sim, k.plan);  // the plan's stored prediction: 8 ms
+  Measurement& m = r.measured;
+  m.steps = 5;
+  m.measured_steps = 4;
+  m.iteration_time_ms = 10.5;
+  m.pipeline_time_ms = 10.0;
+  m.bubble_ratio = 0.45;
+  m.tokens_per_s = 100 / 0.0105;
+  RankMeasurement r0, r1;
+  r0.rank = 0;
+  r0.device = 0;
+  r0.busy_ms = 5.0;
+  r0.peak_activation_bytes = 1250;
+  r1.rank = 1;
+  r1.device = 1;
+  r1.busy_ms = 4.4;
+  r1.peak_activation_bytes = 3000;
+  m.ranks = {r0, r1};
+  m.loss = {5.5, 5.4, 5.3, 5.2, 5.1};
+  r.predicted_with_measured_costs.error = "not simulated in this test";
+  return to_json(r);
 }
 
 const AccuracyRow& row(const AccuracyComparison& c, Metric m, int device = -1) {
@@ -129,10 +150,18 @@ TEST_CASE("accuracy: data-parallel replicas are averaged (busy) and maxed (memor
   r["dp"] = 2;
   // Ranks: replica × devices + device. Device 0 busy 5 and 3 (mean 4: exact), device 1 4.4 and
   // 3.6 (mean 4: exact); peaks 1250 / 900 → 1250 on device 0, 2000 / 3000 → 3000 on device 1.
-  r["measured"]["ranks"] = {{{"rank", 0}, {"device", 0}, {"busy_ms", 5.0}, {"peak_activation_bytes", 1250}},
-                            {{"rank", 1}, {"device", 1}, {"busy_ms", 4.4}, {"peak_activation_bytes", 2000}},
-                            {{"rank", 2}, {"device", 0}, {"busy_ms", 3.0}, {"peak_activation_bytes", 900}},
-                            {{"rank", 3}, {"device", 1}, {"busy_ms", 3.6}, {"peak_activation_bytes", 3000}}};
+  json ranks = r["measured"]["ranks"];
+  const auto rank = [&](int i, int device, double busy, int peak) {
+    json e = ranks[0];
+    e["rank"] = i;
+    e["device"] = device;
+    e["replica"] = i / 2;
+    e["busy_ms"] = busy;
+    e["peak_activation_bytes"] = peak;
+    return e;
+  };
+  r["measured"]["ranks"] = {rank(0, 0, 5.0, 1250), rank(1, 1, 4.4, 2000), rank(2, 0, 3.0, 900),
+                            rank(3, 1, 3.6, 3000)};
   const AccuracyComparison c = compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
   CHECK(c.dp == 2);
   CHECK(row(c, Metric::Busy, 0).measured == Approx(4));
@@ -181,7 +210,7 @@ TEST_CASE("accuracy: files that are not run reports give located errors", "[accu
   };
 
   CHECK_THROWS_AS(compare(json::array()), InputError);
-  CHECK_THROWS_WITH(compare(json::array()), Catch::Contains("run.json: not a JSON object"));
+  CHECK_THROWS_WITH(compare(json::array()), Catch::Contains("run.json: the file is an array"));
   json r = run_report();
   r.erase("measured");
   CHECK_THROWS_WITH(
@@ -192,8 +221,7 @@ TEST_CASE("accuracy: files that are not run reports give located errors", "[accu
   r = run_report();
   r["measured"]["ranks"][1]["busy_ms"] = "fast";
   CHECK_THROWS_WITH(compare(r),
-                    Catch::Contains("run.json: measured.ranks[1].busy_ms: got the string \"fast\"") &&
-                        Catch::Contains("expected a number"));
+                    Catch::Contains("run.json: measured.ranks[1].busy_ms: is a string (expected a number)"));
   r = run_report();
   r["measured"]["ranks"][0].erase("peak_activation_bytes");
   CHECK_THROWS_WITH(compare(r), Catch::Contains("measured.ranks[0].peak_activation_bytes: missing"));
@@ -208,7 +236,7 @@ TEST_CASE("accuracy: files that are not run reports give located errors", "[accu
 TEST_CASE("accuracy: notes for a run made from another version of the plan", "[accuracy]") {
   const Case k = two_device_case();
   json r = run_report();
-  r["predicted"]["iteration_time_ms"] = 9.5;
+  r["predicted"]["iteration_time_ms"] = 9.5;  // another version of the plan
   r["method"] = "other";
   r["measured"]["measured_steps"] = 1;
   const AccuracyComparison c = compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json");
@@ -244,10 +272,11 @@ TEST_CASE("accuracy: op times per stage against the run's means", "[accuracy]") 
   CHECK(c.stage_ops[0].error == Approx(0).margin(1e-12));
 
   // A malformed stage_ms is refused with its path.
-  r["measured"]["stage_ms"] = json::array();
-  CHECK_THROWS_WITH(compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
-                    Catch::Contains("run.json: measured.stage_ms: not an array with one entry per stage"));
+  r["measured"]["stage_ms"] = {{{"stage", 0}, {"F", 1.0}}};  // one entry for two stages
+  CHECK_THROWS_WITH(
+      compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
+      Catch::Contains("run.json: measured.stage_ms: has 1 entries, not one per stage (expected 2 entries"));
   r["measured"]["stage_ms"] = {{{"stage", 0}, {"F", "slow"}}, {{"stage", 1}}};
   CHECK_THROWS_WITH(compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
-                    Catch::Contains("measured.stage_ms[0].F: got the string \"slow\""));
+                    Catch::Contains("measured.stage_ms[0].F: is a string (expected a number)"));
 }

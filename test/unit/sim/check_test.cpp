@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "core/error.hpp"
 #include "core/fs.hpp"
 #include "plan/plan_io.hpp"
 #include "sim_testing.hpp"
@@ -94,18 +95,28 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
   plan.model_source = "profiles/models/synthetic-uniform.yaml";
   plan.costs_source = "profiles/costs/synthetic-uniform.yaml";
   plan.seq = 256;
-  // synthetic-uniform: embedding + 32 blocks + LM head = 34 layers, 17 per stage.
+  plan.micro_batch = 1;
+  // synthetic-uniform: embedding + 32 blocks + LM head = 34 layers, 17 per stage; the tensor
+  // between the stages is the hidden state, 1 x 256 x 256 bf16 = 131072 bytes.
   plan.stages[0] = Stage{0, 17, 0, false};
   plan.stages[1] = Stage{17, 34, 1, false};
+  constexpr std::int64_t kBytes = 131072;
+  const auto gpipe = [] {
+    return std::vector<std::vector<Op>>{
+        {F(0, 0), send_act(0, 0, 1, kBytes), F(0, 1), send_act(0, 1, 1, kBytes), recv_grad(1, 0, 1, kBytes),
+         BW(0, 0), recv_grad(1, 1, 1, kBytes), BW(0, 1)},
+        {recv_act(0, 0, 0, kBytes), F(1, 0), recv_act(0, 1, 0, kBytes), F(1, 1), BW(1, 0),
+         send_grad(1, 0, 0, kBytes), BW(1, 1), send_grad(1, 1, 0, kBytes)}};
+  };
   const auto dir = std::filesystem::temp_directory_path();
 
   SECTION("valid GPipe order") {
-    plan.programs = gpipe_programs();
+    plan.programs = gpipe();
     const std::string path = (dir / "octo_sim_check_ok.json").string();
     save_plan(plan, path);
     LoadOptions raw;
     raw.validate = raw.check_deadlock = false;
-    const CheckResult r = check_plan(load_plan(path, raw));
+    const CheckResult r = check_plan(load_plan(path, raw), path);
     INFO(fmt::format("{}", fmt::join(r.problems, "\n")));
     CHECK(r.ok());
     REQUIRE(r.sim.has_value());
@@ -117,15 +128,14 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
     std::filesystem::remove(path);
   }
   SECTION("crossed send/receive order") {
-    plan.programs = {{F(0, 0), send_act(0, 0, 1), F(0, 1), send_act(0, 1, 1), recv_grad(1, 0, 1), BW(0, 0),
-                      recv_grad(1, 1, 1), BW(0, 1)},
-                     {recv_act(0, 0, 0), F(1, 0), BW(1, 0), send_grad(1, 0, 0), recv_act(0, 1, 0), F(1, 1),
-                      BW(1, 1), send_grad(1, 1, 0)}};
+    plan.programs = gpipe();
+    plan.programs[1] = {recv_act(0, 0, 0, kBytes), F(1, 0), BW(1, 0), send_grad(1, 0, 0, kBytes),
+                        recv_act(0, 1, 0, kBytes), F(1, 1), BW(1, 1), send_grad(1, 1, 0, kBytes)};
     const std::string path = (dir / "octo_sim_check_deadlock.json").string();
     save_plan(plan, path);
     LoadOptions raw;
     raw.validate = raw.check_deadlock = false;
-    const CheckResult r = check_plan(load_plan(path, raw));
+    const CheckResult r = check_plan(load_plan(path, raw), path);
     CHECK_FALSE(r.ok());
     CHECK(r.structure_ok);
     CHECK_FALSE(r.deadlock_free);
@@ -135,4 +145,149 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
     CHECK_THROWS_WITH(load_plan(path), Catch::Contains("cycle"));
     std::filesystem::remove(path);
   }
+}
+
+namespace {
+
+const std::string kShipped = std::string(OCTO_SOURCE_DIR) + "/plans/tiny-hybrid.1f1b.cpu2.json";
+
+Plan shipped_plan() {
+  LoadOptions raw;
+  raw.validate = raw.check_deadlock = false;
+  return load_plan(kShipped, raw);
+}
+
+/// `text` with the first `from` replaced by `to`.
+std::string edited(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+std::string problems_of(const CheckResult& r) { return fmt::format("{}", fmt::join(r.problems, "\n")); }
+
+}  // namespace
+
+TEST_CASE("check_plan: the shipped example plan passes and agrees with its stored prediction", "[check]") {
+  const CheckResult r = check_plan(shipped_plan(), "plan.json");
+  INFO(problems_of(r));
+  CHECK(r.ok());
+  CHECK(r.inputs_ok);
+  CHECK(r.consistent);
+  CHECK(r.executor_ok);
+}
+
+TEST_CASE("check_plan: values the inputs give are re-derived, the root cause reported first", "[check]") {
+  Plan plan = shipped_plan();
+  SECTION("sequences longer than the embedded model's") {
+    plan.seq = 128;  // tiny-hybrid: seq_len 64
+    const CheckResult r = check_plan(plan, "plan.json");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.problems[0] ==
+          "plan.json: seq: 128 exceeds the seq_len 64 of model tiny-hybrid in inputs.model (expected "
+          "at most 64)");
+  }
+  SECTION("an edited embedded model no longer matches the costs and byte counts") {
+    plan.model_yaml = edited(plan.model_yaml, "hidden: 64", "hidden: 96");
+    const CheckResult r = check_plan(plan, "plan.json");
+    REQUIRE(r.problems.size() == 1);
+    // 2 sequences x 64 tokens x 96 x 4 bytes (fp32) = 49152, but the costs say 32768.
+    CHECK_THAT(r.problems[0],
+               Catch::StartsWith("plan.json: inputs.costs (embedded YAML): layer 0 ('embedding'): "
+                                 "output_bytes 32768, but model tiny-hybrid passes 49152 bytes"));
+  }
+  SECTION("errors inside embedded YAML name the plan, the document and the line") {
+    plan.costs_yaml = edited(plan.costs_yaml, "f_ms: 0.", "f_ms: -0.");
+    const CheckResult r = check_plan(plan, "plan.json");
+    REQUIRE_FALSE(r.ok());
+    // The costs' first layer entry is on line 10 of the embedded text.
+    CHECK_THAT(r.problems[0],
+               Catch::StartsWith("plan.json: inputs.costs (embedded YAML) line 10: layers[0].f_ms: "));
+  }
+  SECTION("costs whose labels do not match the model name the first mismatching layer") {
+    plan.costs_yaml = edited(plan.costs_yaml, "label: \"*\"", "label: \"M\"");
+    const CheckResult r = check_plan(plan, "plan.json");
+    REQUIRE(r.problems.size() == 1);
+    CHECK_THAT(r.problems[0], Catch::Contains("layer 2: label 'M', but layer 2 of model tiny-hybrid is '*'"));
+  }
+  SECTION("one SEND with a wrong byte count is one problem, at that op") {
+    auto& ops = plan.programs[0];
+    std::size_t third_send = 0;
+    for (std::size_t i = 0, seen = 0; i < ops.size(); ++i)
+      if (ops[i].kind == OpKind::Send && ++seen == 3) third_send = i;
+    ops[third_send].bytes = 12345;
+    const CheckResult r = check_plan(plan, "plan.json");
+    INFO(problems_of(r));
+    REQUIRE(r.problems.size() == 1);
+    CHECK_THAT(r.problems[0], Catch::StartsWith(fmt::format(
+                                  "plan.json: devices[0].ops[{}].bytes: 12345 (expected 32768", third_send)));
+  }
+  SECTION("a byte count that is wrong everywhere is still caught against the costs") {
+    for (auto& program : plan.programs)
+      for (Op& op : program)
+        if (is_comm(op.kind)) op.bytes = 1;
+    const CheckResult r = check_plan(plan, "plan.json");
+    CHECK_FALSE(r.structure_ok);
+    CHECK_THAT(r.problems[0], Catch::Contains(".bytes: 1 (expected 32768"));
+  }
+  SECTION("an edited prediction names the figure and both values") {
+    const double stored = plan.predicted->iteration_time_ms;
+    plan.predicted->iteration_time_ms = stored / 2;
+    const CheckResult r = check_plan(plan, "plan.json");
+    REQUIRE(r.problems.size() == 1);
+    CHECK_THAT(r.problems[0], Catch::StartsWith(fmt::format(
+                                  "plan.json: predicted.iteration_time_ms: {} stored, but the plan's inputs "
+                                  "give {}",
+                                  stored / 2, stored)));
+    CHECK_FALSE(r.consistent);
+  }
+  SECTION("a moved stage boundary changes the per-stage costs and memory the prediction stored") {
+    plan.stages[0].end_layer -= 1;
+    plan.stages[1].first_layer -= 1;
+    const CheckResult r = check_plan(plan, "plan.json");
+    CHECK(r.structure_ok);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(problems_of(r), Catch::Contains("predicted.devices[0].static_bytes"));
+  }
+  SECTION("tensor parallelism: the executor's limit, after the costs' shape") {
+    plan.tp = 2;
+    const CheckResult r = check_plan(plan, "plan.json");
+    CHECK_FALSE(r.executor_ok);
+    CHECK_THAT(r.problems[0], Catch::Contains("shape.tp: 1, but the plan uses 2"));
+    CHECK_THAT(r.problems.back(),
+               Catch::Contains("parallel.tp: 2 (expected 1: octorun does not run tensor parallelism"));
+    CheckOptions planner;
+    planner.executor = false;
+    CHECK(check_plan(plan, "plan.json", planner).executor_ok);
+  }
+}
+
+TEST_CASE("check_plan: memory over the limit, unless the plan allows it", "[check][memory]") {
+  Plan plan = shipped_plan();
+  CheckOptions tight;
+  tight.memory_limit_gib = 0.001;  // 1 MiB: the static memory alone is 3.5 MiB
+  CheckResult r = check_plan(plan, "plan.json", tight);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.memory_only);
+  CHECK_FALSE(r.fits_memory);
+  CHECK_THAT(r.problems[0], Catch::StartsWith("plan.json: device 0: peak memory") &&
+                                Catch::Contains("(stage, micro-batch) activation sets alive at once"));
+  CHECK_THROWS_AS(require_ok(r), Error);
+  try {
+    require_ok(r);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::DoesNotFit);
+  }
+  // The limit the plan was made for is its own: the stored prediction's (4 GiB here).
+  CHECK(check_plan(plan, "plan.json").ok());
+  // A plan written with --allow-oversubscribed-memory is accepted, with a note.
+  plan.allow_oversubscribed_memory = true;
+  r = check_plan(plan, "plan.json", tight);
+  CHECK(r.ok());
+  REQUIRE(r.notes.size() == 2);
+  CHECK_THAT(r.notes[0], Catch::Contains("accepted: the plan allows oversubscribed memory"));
+  // simulate only reports it.
+  plan.allow_oversubscribed_memory = false;
+  tight.require_fit = false;
+  CHECK(check_plan(plan, "plan.json", tight).ok());
 }

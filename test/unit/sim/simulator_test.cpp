@@ -10,6 +10,8 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "sim/predict.hpp"
 #include "sim_testing.hpp"
 
 using namespace octo;
@@ -325,20 +327,30 @@ TEST_CASE("a reused Simulator gives the same results as fresh runs") {
   CHECK(sim.run(b, in2).ops == 10);
 }
 
-TEST_CASE("report_json carries the figures") {
+TEST_CASE("the prediction carries the figures") {
   const Plan plan = gpipe_2x2();
   SimInput in = make_input(2, {cost(1, 1, 1), cost(1, 1, 1)});
   in.tokens_per_iteration = 2 * 100;  // 2 micro-batches of 100 tokens
   const SimResult r = simulate(plan, in);
-  const auto j = report_json(r, plan);
-  CHECK(j.at("iteration_time_ms").get<double>() == Approx(9.0));
-  CHECK(j.at("bubble_ratio").get<double>() == Approx(1.0 / 3.0));
-  CHECK(j.at("tokens_per_s").get<double>() == Approx(200 / 0.009));
-  CHECK(j.at("fits_memory").get<bool>());
-  REQUIRE(j.at("devices").size() == 2);
+  const Prediction p = predict(r, plan);
+  CHECK(p.iteration_time_ms == Approx(9.0));
+  CHECK(p.bubble_ratio == Approx(1.0 / 3.0));
+  CHECK(p.tokens_per_s == Approx(200 / 0.009));
+  CHECK(p.fits_memory);
+  REQUIRE(p.devices.size() == 2);
+  CHECK(p.devices[1].device == 1);
+  CHECK(p.devices[1].busy_ms == Approx(6.0));
+  CHECK(p.devices[1].idle_ms == Approx(3.0));
+  CHECK(p.devices[1].peak_memory_bytes == r.devices[1].peak_memory_bytes);
+  REQUIRE_FALSE(p.critical_path.empty());
+  CHECK(p.critical_path[0] == "dev 0: F mb0 s0");
+  CHECK(p.critical_path_length == static_cast<std::int64_t>(r.critical_path.size()));
+  // The plan file's "predicted" section keeps its key names.
+  const nlohmann::json j = to_json(p);
+  for (const char* key : {"iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory",
+                          "max_peak_memory_bytes", "ops", "devices", "critical_path", "critical_path_length"})
+    CHECK(j.contains(key));
   CHECK(j.at("devices")[1].at("busy_ms").get<double>() == Approx(6.0));
-  CHECK(j.at("devices")[1].at("idle_ms").get<double>() == Approx(3.0));
-  CHECK(j.at("devices")[1].contains("peak_memory_bytes"));
-  REQUIRE_FALSE(j.at("critical_path").empty());
-  CHECK(j.at("critical_path")[0].get<std::string>() == "dev 0: F mb0 s0");
+  CHECK(prediction_from_json(j, JsonReader("p.json"), "predicted") == p);
+  CHECK(predict(r, plan, 2).critical_path.size() == 2);
 }

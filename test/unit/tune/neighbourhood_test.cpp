@@ -48,7 +48,7 @@ struct Fixture {
   PlannerInputs in = inputs("tiny-hybrid", 3, 6);
   Evaluator ev{in, 3, 6, 0};
   std::vector<double> work = layer_work_ms(in.costs);
-  Rng rng{7};
+  SplitMix64 rng{7};
   Scored cur;
 
   Fixture() {
@@ -260,7 +260,7 @@ TEST_CASE("an explicit order that cannot run is a problem, not an error", "[tune
 
 TEST_CASE("kicks are well-formed perturbations, the same for the same seed", "[tune]") {
   Fixture f;
-  Rng a(11), b(11);
+  SplitMix64 a(11), b(11);
   for (int i = 0; i < 50; ++i) {
     const Candidate ka = kick(f.cur.c, 3, f.layers(), a);
     const Candidate kb = kick(f.cur.c, 3, f.layers(), b);

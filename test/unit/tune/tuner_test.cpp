@@ -2,15 +2,17 @@
 // thread counts), emitted plans pass `octoplan check`, memory limits respected; layout helpers
 // (wave placement, per-device balance) against hand-computed values.
 
+#include "tune/tuner.hpp"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
+#include "core/units.hpp"
 #include "cost/inputs.hpp"
 #include "plan/plan_io.hpp"
 #include "sched/baseline.hpp"
@@ -18,12 +20,9 @@
 #include "sim/check.hpp"
 #include "tune/layout.hpp"
 #include "tune/report.hpp"
-#include "tune/tuner.hpp"
 
 namespace octo {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 PlannerInputs inputs(const std::string& model, int pp, int microbatches, const std::string& costs = "",
                      double memory_gib = 0) {
@@ -50,8 +49,8 @@ TuneOptions quick(std::int64_t evaluations, int threads = 2) {
 double best_fitting_baseline_ms(const PlannerInputs& in) {
   double best = std::numeric_limits<double>::infinity();
   for (const BaselineRun& r : run_baselines(in)) {
-    if (!r.plan || !r.plan->predicted.value("fits_memory", false)) continue;
-    best = std::min(best, r.plan->predicted.value("iteration_time_ms", best));
+    if (!r.plan || !r.plan->predicted->fits_memory) continue;
+    best = std::min(best, r.plan->predicted->iteration_time_ms);
   }
   return best;
 }
@@ -59,14 +58,16 @@ double best_fitting_baseline_ms(const PlannerInputs& in) {
 void require_checked(const TuneResult& r, double memory_gib = 0) {
   CHECK(r.plan.method == "octopipe");
   // Everything `octoplan check` looks at, from the inputs embedded in the plan.
-  const CheckResult check = check_plan(r.plan, memory_gib);
+  CheckOptions options;
+  options.memory_limit_gib = memory_gib;
+  const CheckResult check = check_plan(r.plan, "tuned plan", options);
   INFO((check.problems.empty() ? std::string() : check.problems.front()));
   CHECK(check.structure_ok);
   CHECK(check.deadlock_free);
   CHECK(check.ok());
   REQUIRE(check.sim);
   CHECK(check.sim->makespan_ms == Approx(r.sim.makespan_ms));
-  CHECK(r.plan.predicted.value("iteration_time_ms", 0.0) == Approx(r.sim.makespan_ms));
+  CHECK(r.plan.predicted->iteration_time_ms == Approx(r.sim.makespan_ms));
   // The plan file round-trips.
   const Plan back = parse_plan(plan_to_string(r.plan), "<test>");
   CHECK(back == r.plan);
@@ -126,8 +127,9 @@ TEST_CASE("never worse than the best fitting baseline", "[tune]") {
     std::string model, costs;
     int pp, m;
   };
-  for (const Case& c : {Case{"synthetic-uniform", "synthetic-uniform.yaml", 4, 8}, Case{"tiny-hybrid", "", 4, 8},
-                        Case{"nemotron-h-8b", "", 4, 8}, Case{"llama3-8b", "", 4, 8}}) {
+  for (const Case& c :
+       {Case{"synthetic-uniform", "synthetic-uniform.yaml", 4, 8}, Case{"tiny-hybrid", "", 4, 8},
+        Case{"nemotron-h-8b", "", 4, 8}, Case{"llama3-8b", "", 4, 8}}) {
     INFO(c.model);
     const PlannerInputs in = inputs(c.model, c.pp, c.m, c.costs);
     const TuneResult r = tune(in, quick(600));
@@ -187,8 +189,8 @@ TEST_CASE("report and comparison tables", "[tune]") {
   CHECK(j["methods"][0]["name"] == "octopipe");
   for (const auto& m : j["methods"]) {
     if (m.contains("skipped")) continue;
-    for (const char* key : {"name", "iteration_time_ms", "bubble_ratio", "peak_memory_bytes", "fits_memory",
-                            "tokens_per_s"})
+    for (const char* key :
+         {"name", "iteration_time_ms", "bubble_ratio", "peak_memory_bytes", "fits_memory", "tokens_per_s"})
       CHECK(m.contains(key));
   }
   CHECK(j["speedup_vs_best_baseline"].get<double>() == Approx(r.speedup_vs_best_baseline));

@@ -1,4 +1,4 @@
-#include "plan/json_reader.hpp"
+#include "core/json_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -10,6 +10,32 @@
 namespace octo {
 
 using nlohmann::json;
+
+json parse_json(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based position of the offending character.
+    const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < byte; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string detail = e.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax
+    // error ..."
+    if (const auto at = detail.find("column"); at != std::string::npos) {
+      if (const auto colon = detail.find(": ", at); colon != std::string::npos)
+        detail = detail.substr(colon + 2);
+    }
+    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
+  }
+}
 
 std::string_view json_type(const json& j) {
   switch (j.type()) {
@@ -33,32 +59,6 @@ std::string_view json_type(const json& j) {
   }
 }
 
-json parse_json(std::string_view text, const std::string& source) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // Position of the offending character, 1-based.
-    const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    int line = 1, column = 1;
-    for (std::size_t i = 0; i < byte; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string detail = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax error
-    // ..."
-    if (const auto at = detail.find("column"); at != std::string::npos) {
-      if (const auto colon = detail.find(": ", at); colon != std::string::npos)
-        detail = detail.substr(colon + 2);
-    }
-    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
-  }
-}
-
 void JsonReader::fail(const std::string& path, const std::string& problem,
                       const std::string& expected) const {
   throw InputError(SourceLocation{source_}, path, problem, expected);
@@ -66,7 +66,7 @@ void JsonReader::fail(const std::string& path, const std::string& problem,
 
 const json& JsonReader::object(const json& j, const std::string& path,
                                std::initializer_list<std::string_view> keys) const {
-  if (!j.is_object()) fail(path, fmt::format("is {}", json_type(j)), "an object");
+  object(j, path);
   for (const auto& [key, value] : j.items()) {
     if (std::find(keys.begin(), keys.end(), key) == keys.end())
       fail(join(path, key), "unknown key", fmt::format("one of {}", fmt::join(keys, ", ")));
@@ -74,14 +74,26 @@ const json& JsonReader::object(const json& j, const std::string& path,
   return j;
 }
 
+const json& JsonReader::object(const json& j, const std::string& path) const {
+  if (!j.is_object()) fail(path, fmt::format("is {}", json_type(j)), "an object");
+  return j;
+}
+
+const json& JsonReader::array(const json& j, const std::string& path) const {
+  if (!j.is_array()) fail(path, fmt::format("is {}", json_type(j)), "an array");
+  return j;
+}
+
 const json* JsonReader::optional(const json& obj, std::string_view key) const {
+  if (!obj.is_object()) return nullptr;
   const auto it = obj.find(key);
   return it == obj.end() ? nullptr : &*it;
 }
 
-const json& JsonReader::required(const json& obj, const std::string& path, std::string_view key) const {
+const json& JsonReader::required(const json& obj, const std::string& path, std::string_view key,
+                                 const std::string& expected) const {
   const json* j = optional(obj, key);
-  if (!j) fail(join(path, key), "missing");
+  if (!j) fail(join(path, key), "missing", expected);
   return *j;
 }
 
@@ -91,19 +103,27 @@ std::int64_t JsonReader::integer(const json& j, const std::string& path, std::in
     const auto v = j.get<std::uint64_t>();
     if (v > static_cast<std::uint64_t>(hi))
       fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
+    if (static_cast<std::int64_t>(v) < lo)
+      fail(path, fmt::format("{} is out of range", v), fmt::format("at least {}", lo));
     return static_cast<std::int64_t>(v);
   }
   if (!j.is_number_integer()) fail(path, fmt::format("is {}", json_type(j)), "an integer");
   const auto v = j.get<std::int64_t>();
-  if (v < lo || v > hi) fail(path, fmt::format("{} does not fit", v), fmt::format("{}..{}", lo, hi));
+  if (v > hi) fail(path, fmt::format("{} is too large", v), fmt::format("at most {}", hi));
+  if (v < lo) fail(path, fmt::format("{} is out of range", v), fmt::format("at least {}", lo));
   return v;
 }
 
-double JsonReader::number(const json& j, const std::string& path) const {
+double JsonReader::number(const json& j, const std::string& path, double lo, double hi) const {
   if (!j.is_number()) fail(path, fmt::format("is {}", json_type(j)), "a number");
-  const double v = j.get<double>();
-  if (!std::isfinite(v)) fail(path, "is not finite", "a finite number");
-  return v;
+  const double d = j.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    std::string expected = "a finite number";
+    if (lo > -std::numeric_limits<double>::max()) expected += fmt::format(" >= {}", lo);
+    if (hi < std::numeric_limits<double>::max()) expected += fmt::format(" <= {}", hi);
+    fail(path, fmt::format("{} is out of range", d), expected);
+  }
+  return d;
 }
 
 std::string JsonReader::string(const json& j, const std::string& path) const {
@@ -114,11 +134,6 @@ std::string JsonReader::string(const json& j, const std::string& path) const {
 bool JsonReader::boolean(const json& j, const std::string& path) const {
   if (!j.is_boolean()) fail(path, fmt::format("is {}", json_type(j)), "true or false");
   return j.get<bool>();
-}
-
-const json& JsonReader::array(const json& j, const std::string& path) const {
-  if (!j.is_array()) fail(path, fmt::format("is {}", json_type(j)), "an array");
-  return j;
 }
 
 std::string JsonReader::join(const std::string& path, std::string_view key) {

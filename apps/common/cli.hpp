@@ -1,0 +1,96 @@
+#pragma once
+// Command-line helpers shared by octoplan and octorun: option bounds with human messages (the
+// bounds of the input files, spec/limits.hpp), and the one mapping from errors to exit codes
+// (core/exit_code.hpp) that both main()s use.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <system_error>
+
+#include "core/exit_code.hpp"
+#include "spec/limits.hpp"
+
+namespace octo::cli {
+
+/// An integer option in [lo, hi]: "must be at least 1 (got 0)", "2000000000000 is too large
+/// (expected at most 2147483647, the bound of seq_len in a model file)", "must be an integer (got
+/// 'abc')". `bound` explains the upper limit when it comes from an input file's field.
+inline CLI::Validator integer(std::int64_t lo, std::int64_t hi = kMaxInputInteger, std::string bound = {}) {
+  return CLI::Validator(
+      [lo, hi, bound](std::string& text) -> std::string {
+        std::int64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc::result_out_of_range)
+          return fmt::format("{} is too large (expected at most {}{})", text, hi,
+                             bound.empty() ? "" : ", " + bound);
+        if (ec != std::errc() || ptr != end || text.empty())
+          return fmt::format("must be an integer (got '{}')", text);
+        if (v < lo) return fmt::format("must be at least {} (got {})", lo, v);
+        if (v > hi)
+          return fmt::format("{} is too large (expected at most {}{})", v, hi,
+                             bound.empty() ? "" : ", " + bound);
+        return {};
+      },
+      fmt::format("INT in [{}, {}]", lo, hi), "integer");
+}
+
+/// A finite number above `lo` (or at least `lo` when `inclusive`).
+inline CLI::Validator number(double lo, bool inclusive = false) {
+  return CLI::Validator(
+      [lo, inclusive](std::string& text) -> std::string {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(v))
+          return fmt::format("must be a finite number (got '{}')", text);
+        if (inclusive ? v < lo : v <= lo)
+          return fmt::format("must be {} {} (got {})", inclusive ? "at least" : "greater than", lo, text);
+        return {};
+      },
+      inclusive ? fmt::format("NUMBER >= {}", lo) : fmt::format("NUMBER > {}", lo), "number");
+}
+
+/// A seed: any integer in [0, 2^64).
+inline CLI::Validator seed() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || ptr != end || text.empty())
+          return fmt::format("must be an integer in [0, {}] (got '{}')",
+                             std::numeric_limits<std::uint64_t>::max(), text);
+        return {};
+      },
+      "UINT64", "seed");
+}
+
+/// The exit code for a command-line parse error, after printing it (help and --version print and
+/// exit 0 as CLI11 does; anything else is a usage error: the message and where to read more).
+inline int parse_error_exit(const CLI::App& app, const CLI::ParseError& e, const std::string& tool) {
+  if (e.get_exit_code() == 0) return app.exit(e);
+  fmt::print(stderr, "{}: error: {}\n(run '{} --help' or '{} COMMAND --help' for the options)\n", tool,
+             e.what(), tool, tool);
+  return code(ExitCode::Usage);
+}
+
+/// The exit code for an exception that ended a command, after printing it.
+inline int error_exit(const std::exception& e, const std::string& tool) {
+  const ExitCode c = exit_code_of(e);
+  if (c == ExitCode::Internal)
+    fmt::print(stderr, "{}: internal error: {} (please report it)\n", tool, e.what());
+  else
+    fmt::print(stderr, "{}: error: {}\n", tool, e.what());
+  std::fflush(stderr);
+  return code(c);
+}
+
+}  // namespace octo::cli

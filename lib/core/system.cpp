@@ -1,0 +1,14 @@
+#include "core/system.hpp"
+
+#include <unistd.h>
+
+namespace octo {
+
+std::int64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<std::int64_t>(pages) * static_cast<std::int64_t>(page);
+}
+
+}  // namespace octo

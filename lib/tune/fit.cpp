@@ -1,0 +1,120 @@
+#include "tune/fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "cost/estimate.hpp"
+#include "cost/profile_io.hpp"
+#include "sched/baseline.hpp"
+
+namespace octo {
+namespace {
+
+/// The most steps tried per kind of change (each is one baseline built and simulated).
+constexpr int kMaxTries = 64;
+
+/// Does a 1F1B plan on the balanced partition fit the memory limit under `in`?
+bool fits(const PlannerInputs& in) {
+  BaselineOptions o;
+  o.schedule = "1f1b";
+  o.partition = PartitionKind::Balanced;
+  try {
+    const Plan p = build_baseline(in, o);
+    return p.predicted && p.predicted->fits_memory;
+  } catch (const Error&) {
+    return false;  // the configuration cannot be planned (more stages than layers, ...)
+  }
+}
+
+/// `in` with analytic costs for its (changed) model and cluster.
+PlannerInputs reestimated(PlannerInputs in) {
+  in.costs = estimate_costs(in.model, in.cluster);
+  in.costs_yaml = costs_to_yaml(in.costs);
+  return in;
+}
+
+}  // namespace
+
+std::string FitAdvice::message() const {
+  std::string out = reason;
+  if (changes.empty())
+    out += "; no single change of the pipeline devices, recompute, TP or micro-batch size makes it fit";
+  else
+    out += fmt::format("; the smallest changes that fit: {}", fmt::join(changes, ", or "));
+  out += " (or pass --allow-oversubscribed-memory to write the plan anyway, marked as such)";
+  return out;
+}
+
+FitAdvice advise_fit(const PlannerInputs& inputs, const Plan& plan, bool costs_from_file) {
+  FitAdvice advice;
+  // The device furthest over its limit.
+  if (plan.predicted) {
+    const DevicePrediction* worst = nullptr;
+    for (const DevicePrediction& d : plan.predicted->devices) {
+      if (d.memory_limit_bytes <= 0 || d.peak_memory_bytes <= d.memory_limit_bytes) continue;
+      if (!worst ||
+          static_cast<double>(d.peak_memory_bytes) / static_cast<double>(d.memory_limit_bytes) >
+              static_cast<double>(worst->peak_memory_bytes) / static_cast<double>(worst->memory_limit_bytes))
+        worst = &d;
+    }
+    if (worst)
+      advice.reason = fmt::format(
+          "the plan does not fit the device memory: device {} needs {} (static {} for weights, gradients and "
+          "optimizer state + activations {}), over its limit of {}",
+          worst->device, human_bytes(static_cast<double>(worst->peak_memory_bytes)),
+          human_bytes(static_cast<double>(worst->static_bytes)),
+          human_bytes(static_cast<double>(worst->peak_activation_bytes)),
+          human_bytes(static_cast<double>(worst->memory_limit_bytes)));
+  }
+  if (advice.reason.empty()) advice.reason = "the plan does not fit the device memory";
+
+  // Recompute: activations of a stage shrink to its input.
+  if (inputs.model.training.recompute != RecomputePolicy::Full) {
+    PlannerInputs in = inputs;
+    in.model.training.recompute = RecomputePolicy::Full;
+    if (fits(in))
+      advice.changes.push_back(
+          fmt::format("recompute (training.recompute: full in {})", inputs.model.source));
+  }
+  // More pipeline devices: the static memory spreads over more of them.
+  const int layers = static_cast<int>(inputs.model.layers.size());
+  for (int pp = inputs.pp + 1; pp <= std::min(layers, inputs.pp + kMaxTries); ++pp) {
+    PlannerInputs in = inputs;
+    in.pp = pp;
+    if (!fits(in)) continue;
+    const std::int64_t ranks = static_cast<std::int64_t>(pp) * inputs.cluster.tp * inputs.cluster.dp;
+    advice.changes.push_back(ranks <= inputs.cluster.world()
+                                 ? fmt::format("--pp {}", pp)
+                                 : fmt::format("--pp {} (on a cluster of at least {} devices; {} has {})", pp,
+                                               ranks, inputs.cluster.name, inputs.cluster.world()));
+    break;
+  }
+  // More tensor parallelism and fewer sequences per micro-batch change the costs: verified with an
+  // estimate when the costs are estimated, only named when they came from a file.
+  if (costs_from_file) {
+    advice.changes.push_back(
+        "more TP (--tp) or a smaller --micro-batch, with costs estimated or profiled for it");
+    return advice;
+  }
+  for (int tp = inputs.cluster.tp * 2, tries = 0; tries < kMaxTries && tp <= inputs.cluster.world();
+       tp *= 2, ++tries) {
+    PlannerInputs in = inputs;
+    in.cluster.tp = tp;
+    if (!fits(reestimated(in))) continue;
+    advice.changes.push_back(fmt::format("--tp {}", tp));
+    break;
+  }
+  for (int mb = inputs.model.training.micro_batch / 2; mb >= 1; mb /= 2) {
+    PlannerInputs in = inputs;
+    in.model.training.micro_batch = mb;
+    if (!fits(reestimated(in))) continue;
+    advice.changes.push_back(fmt::format("--micro-batch {}", mb));
+    break;
+  }
+  return advice;
+}
+
+}  // namespace octo

@@ -1,0 +1,111 @@
+// Output safety: regular files are replaced atomically, special files are written in place (never
+// renamed over), and what cannot be written is refused before anything changes.
+
+#include "core/fs.hpp"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "core/error.hpp"
+
+using namespace octo;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "octo-fs-test-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  [[nodiscard]] std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::size_t entries(const fs::path& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a regular output is replaced whole, through symbolic links", "[fs]") {
+  TempDir dir;
+  const std::string file = dir / "out.txt";
+  write_file_atomic(file, "one\n");
+  write_file_atomic(file, "two\n");
+  CHECK(slurp(file) == "two\n");
+  const std::string link = dir / "link.txt";
+  fs::create_symlink(file, link);
+  write_file_atomic(link, "three\n");
+  CHECK(fs::is_symlink(link));
+  CHECK(slurp(file) == "three\n");
+  CHECK(entries(dir.path) == 2);  // no temporary file left
+}
+
+TEST_CASE("outputs that cannot be written are refused untouched", "[fs]") {
+  TempDir dir;
+  fs::create_directory(dir / "folder");
+  CHECK_THROWS_AS(check_output_path(dir / "folder", "-o"), OutputError);
+  CHECK_THROWS_WITH(check_output_path(dir / "folder", "-o"), Catch::Contains("is a directory"));
+  CHECK_THROWS_WITH(write_file_atomic(dir / "folder", "x"), Catch::Contains("is a directory"));
+  CHECK(fs::is_directory(dir / "folder"));
+  CHECK_THROWS_WITH(
+      check_output_path(dir / "no/such/out", "--report"),
+      Catch::Contains("--report " + (dir / "no/such/out")) && Catch::Contains("does not exist"));
+  fs::create_symlink(dir / "nowhere", dir / "dangling");
+  CHECK_THROWS_WITH(write_file_atomic(dir / "dangling", "x"),
+                    Catch::Contains("symbolic link to a missing file"));
+  CHECK(fs::is_symlink(dir / "dangling"));
+  CHECK_NOTHROW(check_output_path("", "-o"));  // not requested
+  CHECK_NOTHROW(check_output_path(dir / "new.json", "-o"));
+}
+
+TEST_CASE("a FIFO output is written in place, not replaced", "[fs]") {
+  TempDir dir;
+  const std::string fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo); });
+  write_file_atomic(fifo, "through the pipe\n");
+  reader.join();
+  CHECK(got == "through the pipe\n");
+  struct stat st {};
+  REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+}
+
+TEST_CASE("a character device output is written in place, not replaced", "[fs]") {
+  TempDir dir;
+  const std::string null = dir / "null";
+  if (::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    WARN("cannot create a character device here (needs root); using /dev/null read-only checks");
+    struct stat st {};
+    REQUIRE(::stat("/dev/null", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+    CHECK_NOTHROW(check_output_path("/dev/null", "-o"));
+    return;
+  }
+  write_file_atomic(null, "discarded\n");
+  struct stat st {};
+  REQUIRE(::lstat(null.c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK(entries(dir.path) == 1);
+}

@@ -1,0 +1,66 @@
+// The located JSON reader: syntax errors at line:column, and every typed read naming the file and
+// the JSON path with what was found and what was expected.
+
+#include "core/json_reader.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/error.hpp"
+
+using namespace octo;
+using nlohmann::json;
+
+namespace {
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("JSON syntax errors point at the offending character", "[json]") {
+  CHECK(parse_json("{\"a\": 1}", "f.json").at("a") == 1);
+  // Line 2, column 8 is the stray 'x'.
+  CHECK_THAT(error_of([] { (void)parse_json("{\n  \"a\": x}", "f.json"); }),
+             Catch::StartsWith("f.json:2:8: invalid JSON: "));
+  CHECK_THAT(error_of([] { (void)parse_json("", "f.json"); }),
+             Catch::StartsWith("f.json:1:1: invalid JSON: "));
+}
+
+TEST_CASE("typed reads name the path, the value and the expectation", "[json]") {
+  const JsonReader rd("r.json");
+  const json j = json::parse(R"({"n": 5, "big": 99999999999, "s": "x", "f": 1.5, "neg": -3, "o": {"k": 1}})");
+  CHECK(rd.integer(j.at("n"), "n") == 5);
+  CHECK(error_of([&] { (void)rd.integer(j.at("big"), "big"); }) ==
+        "r.json: big: 99999999999 is too large (expected at most 2147483647)");
+  CHECK(error_of([&] { (void)rd.integer(j.at("neg"), "neg", 0); }) ==
+        "r.json: neg: -3 is out of range (expected at least 0)");
+  CHECK(error_of([&] { (void)rd.integer(j.at("s"), "s"); }) ==
+        "r.json: s: is a string (expected an integer)");
+  CHECK(error_of([&] { (void)rd.integer(j.at("f"), "f"); }) ==
+        "r.json: f: is a floating-point number (expected an integer)");
+  CHECK(rd.number(j.at("n"), "n") == 5.0);  // integers are numbers
+  CHECK(error_of([&] { (void)rd.number(j.at("neg"), "neg", 0); }) ==
+        "r.json: neg: -3 is out of range (expected a finite number >= 0)");
+  CHECK(error_of([&] { (void)rd.number(j.at("s"), "s"); }) == "r.json: s: is a string (expected a number)");
+  CHECK(error_of([&] { (void)rd.string(j.at("n"), "n"); }) == "r.json: n: is an integer (expected a string)");
+  CHECK(error_of([&] { (void)rd.boolean(j.at("s"), "s"); }) ==
+        "r.json: s: is a string (expected true or false)");
+  CHECK(error_of([&] { (void)rd.array(j.at("o"), "o"); }) == "r.json: o: is an object (expected an array)");
+  CHECK(error_of([&] {
+          (void)rd.object(j.at("o"), "o", {"x", "y"});
+        }) == "r.json: o.k: unknown key (expected one of x, y)");
+  CHECK(error_of([&] { (void)rd.required(j, "", "missing", "a count"); }) ==
+        "r.json: missing: missing (expected a count)");
+  CHECK(rd.optional(j, "nothing") == nullptr);
+  CHECK(rd.optional(j.at("n"), "n") == nullptr);  // not an object: nothing to look up
+  CHECK(JsonReader::join("", "a") == "a");
+  CHECK(JsonReader::index(JsonReader::join("a", "b"), 3) == "a.b[3]");
+}

@@ -1,0 +1,109 @@
+// Fit advice: the changes offered make a plan fit and are the smallest of their kind, against a
+// closed form on synthetic-uniform (identical blocks, free embedding and head).
+
+#include "tune/fit.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/units.hpp"
+#include "cost/inputs.hpp"
+#include "sched/baseline.hpp"
+
+namespace octo {
+namespace {
+
+const std::string kModels = std::string(OCTO_SOURCE_DIR) + "/profiles/models/";
+
+PlannerInputs inputs(const std::string& model, int pp, double limit_gib, const std::string& costs = "") {
+  InputOptions o;
+  o.model_path = kModels + model + ".yaml";
+  if (!costs.empty()) o.costs_path = std::string(OCTO_SOURCE_DIR) + "/profiles/costs/" + costs;
+  o.pp = pp;
+  o.microbatches = 16;
+  o.memory_limit_gib = limit_gib;
+  return load_inputs(o);
+}
+
+Plan one_f_one_b(const PlannerInputs& in) {
+  BaselineOptions o;
+  o.schedule = "1f1b";
+  o.partition = PartitionKind::Balanced;
+  return build_baseline(in, o);
+}
+
+}  // namespace
+
+TEST_CASE("fit advice: the smallest pipeline size, by the closed form", "[tune][fit]") {
+  // synthetic-uniform: 32 blocks of 786688 parameters (18 B each: bf16 weights, fp32 gradients,
+  // master copy and Adam moments: 14160384 B a block) and 1835008 activation bytes per block and
+  // micro-batch; 1F1B on p devices keeps p micro-batches on device 0, so its b0 blocks need
+  //   b0 x (14160384 + p x 1835008) bytes,
+  // with b0 = 16 for p = 2 (285286400), 10 for p = 3 (the balanced split is 10/11/11: 196654080)
+  // and 8 for p = 4 (172003328). A 180 MiB (188743680 bytes) limit: p = 4 is the smallest that fits.
+  const double limit_gib = 180.0 / 1024.0;
+  const PlannerInputs in = inputs("synthetic-uniform", 2, limit_gib, "synthetic-uniform.yaml");
+  const Plan plan = one_f_one_b(in);
+  REQUIRE(plan.predicted);
+  REQUIRE_FALSE(plan.predicted->fits_memory);
+  CHECK(plan.predicted->devices[0].peak_memory_bytes == 285286400);
+
+  const FitAdvice advice = advise_fit(in, plan, true);
+  // 285286400 B = 272.1 MiB = static 16 x 14160384 (216.1 MiB) + activations 16 x 2 x 1835008 (56.0 MiB).
+  CHECK(advice.reason ==
+        "the plan does not fit the device memory: device 0 needs 272.1 MiB (static 216.1 MiB for weights, "
+        "gradients and optimizer state + activations 56.0 MiB), over its limit of 180.0 MiB");
+  // Recompute cannot help: the static memory of two devices alone exceeds the limit.
+  REQUIRE(advice.changes.size() == 2);
+  CHECK(advice.changes[0] == "--pp 4");
+  CHECK(advice.changes[1] ==
+        "more TP (--tp) or a smaller --micro-batch, with costs estimated or profiled for it");
+  CHECK_THAT(advice.message(), Catch::Contains("the smallest changes that fit: --pp 4, or more TP") &&
+                                   Catch::Contains("--allow-oversubscribed-memory"));
+  // The closed form agrees with the simulator at p = 3 and 4.
+  CHECK(one_f_one_b(inputs("synthetic-uniform", 3, limit_gib, "synthetic-uniform.yaml"))
+            .predicted->devices[0]
+            .peak_memory_bytes == 196654080);
+  CHECK(one_f_one_b(inputs("synthetic-uniform", 4, limit_gib, "synthetic-uniform.yaml"))
+            .predicted->devices[0]
+            .peak_memory_bytes == 172003328);
+}
+
+TEST_CASE("fit advice: recompute, TP and micro-batch changes are verified with estimated costs",
+          "[tune][fit]") {
+  // tiny-hybrid (2 sequences per micro-batch) on 2 devices, at a limit just under its 1F1B peak.
+  PlannerInputs roomy = inputs("tiny-hybrid", 2, 4);
+  const Plan fitting = one_f_one_b(roomy);
+  const auto peak = static_cast<double>(fitting.predicted->max_peak_memory_bytes);
+  const PlannerInputs in = inputs("tiny-hybrid", 2, 0.97 * to_gib(peak));
+  const Plan plan = one_f_one_b(in);
+  REQUIRE_FALSE(plan.predicted->fits_memory);
+  const FitAdvice advice = advise_fit(in, plan, false);
+  REQUIRE_FALSE(advice.changes.empty());
+  for (const std::string& change : advice.changes) {
+    INFO(change);
+    PlannerInputs changed = in;
+    InputOptions o;
+    o.model_path = kModels + "tiny-hybrid.yaml";
+    o.pp = 2;
+    o.microbatches = 16;
+    o.memory_limit_gib = 0.97 * to_gib(peak);
+    if (change.rfind("recompute", 0) == 0) {
+      changed.model.training.recompute = RecomputePolicy::Full;
+    } else if (change.rfind("--pp ", 0) == 0) {
+      o.pp = std::stoi(change.substr(5));
+      changed = load_inputs(o);
+    } else if (change.rfind("--tp ", 0) == 0) {
+      o.tp = std::stoi(change.substr(5));
+      changed = load_inputs(o);
+    } else if (change.rfind("--micro-batch ", 0) == 0) {
+      o.micro_batch = std::stoi(change.substr(14));
+      changed = load_inputs(o);
+    } else {
+      FAIL("unexpected change " << change);
+    }
+    CHECK(one_f_one_b(changed).predicted->fits_memory);
+  }
+}
+
+}  // namespace octo
