@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "command.hpp"
@@ -18,6 +19,7 @@
 #include "core/units.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/check.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/predict.hpp"
 
 namespace octoplan {
@@ -63,9 +65,13 @@ int run(const CheckArgs& a) {
                      plan.allow_oversubscribed_memory ? "exceeds the limit (accepted by the plan)"
                                                       : "EXCEEDS THE LIMIT"));
   fmt::print("  octorun can run it:      {}\n", r.executor_ok ? "yes" : "NO");
+  std::optional<octo::Prediction> predicted;
   if (r.sim) {
+    predicted = octo::predict(*r.sim, plan);
+    octo::add_lower_bounds(*predicted, octo::plan_bounds(plan, a.memory_limit_gib));
     fmt::print("  predicted iteration time {:.3f} ms, bubble {:.2f} %\n", r.sim->makespan_ms,
                100.0 * r.sim->bubble_ratio);
+    fmt::print("  {}\n", octo::describe_lower_bounds(*predicted));
     fmt::print("\n{:>6}  {:>11}  {:>11}  {:>5}\n", "device", "memory GiB", "limit GiB", "fits");
     for (std::size_t d = 0; d < r.sim->devices.size(); ++d) {
       const octo::DeviceMetrics& m = r.sim->devices[d];
@@ -93,7 +99,7 @@ int run(const CheckArgs& a) {
   report["stages"] = plan.stages.size();
   report["microbatches"] = plan.microbatches;
   report["ops"] = compute + comm;
-  report["predicted"] = r.sim ? octo::to_json(octo::predict(*r.sim, plan)) : nlohmann::json(nullptr);
+  report["predicted"] = predicted ? octo::to_json(*predicted) : nlohmann::json(nullptr);
   write_report(a.report, report);
 
   if (r.ok()) {

@@ -19,7 +19,7 @@ namespace {
 
 struct CompareArgs {
   octo::InputOptions inputs;
-  octo::TuneOptions tune;
+  TuneArgs tune;
   std::string report;
 };
 
@@ -27,8 +27,8 @@ int run(CompareArgs& a) {
   octo::check_output_path(a.report, "--report");
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
   const octo::InterruptFlag interrupt;  // Ctrl-C ends the search; the comparison is still printed
-  a.tune.stop = &interrupt.flag();
-  const octo::TuneResult result = octo::tune(inputs, a.tune);
+  a.tune.options.stop = &interrupt.flag();
+  const octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
   fmt::print("{}", octo::format_comparison(inputs, result));
   write_report(a.report, octo::comparison_json(inputs, result));
   if (result.stats.stopped_by == "interrupted") {

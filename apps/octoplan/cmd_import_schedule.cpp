@@ -20,6 +20,7 @@
 #include "interop/torch_stages.hpp"
 #include "plan/embed.hpp"
 #include "plan/plan_io.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
@@ -98,6 +99,7 @@ int run(ImportScheduleArgs a) {
   so.record_timeline = false;
   const octo::SimResult r = octo::simulate(plan, octo::make_sim_input(plan), so);
   plan.predicted = octo::predict(r, plan);
+  octo::add_lower_bounds(*plan.predicted, octo::plan_bounds(plan));
 
   std::size_t comm = 0, compute = 0;
   for (const auto& program : plan.programs)

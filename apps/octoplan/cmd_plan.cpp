@@ -24,7 +24,7 @@ namespace {
 
 struct PlanArgs {
   octo::InputOptions inputs;
-  octo::TuneOptions tune;
+  TuneArgs tune;
   std::string output;
   std::string trace;
   std::string report;
@@ -38,8 +38,8 @@ int run(PlanArgs& a) {
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
   // Ctrl-C / SIGTERM end the search, not the process: the best plan so far is still written.
   const octo::InterruptFlag interrupt;
-  a.tune.stop = &interrupt.flag();
-  octo::TuneResult result = octo::tune(inputs, a.tune);
+  a.tune.options.stop = &interrupt.flag();
+  octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
   const bool interrupted = result.stats.stopped_by == "interrupted";
 
   if (!result.plan.predicted->fits_memory) {

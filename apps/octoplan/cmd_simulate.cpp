@@ -15,6 +15,7 @@
 #include "core/units.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/check.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
@@ -44,6 +45,10 @@ int run(const SimulateArgs& a) {
   octo::SimOptions options;
   options.record_timeline = true;
   const octo::SimResult r = octo::simulate(plan, *checked.check.input, options);
+  octo::Prediction predicted = octo::predict(r, plan);
+  octo::add_lower_bounds(predicted,
+                         octo::plan_bounds(plan, *checked.check.input,
+                                           octo::make_sim_input(octo::layer_plan(plan), a.memory_limit_gib)));
   // Build the trace before printing so that a failure leaves no partial output behind.
   std::string trace_text;
   if (!a.trace.empty()) trace_text = octo::trace_json(octo::sim_timeline(plan, r)).dump() + "\n";
@@ -57,6 +62,7 @@ int run(const SimulateArgs& a) {
   fmt::print("bubble          {:.2f} %\n", 100.0 * r.bubble_ratio);
   fmt::print("throughput      {:.0f} tokens/s\n", r.tokens_per_s);
   fmt::print("fits memory     {}\n", r.fits_memory ? "yes" : "NO");
+  fmt::print("{}\n", octo::describe_lower_bounds(predicted));
   for (const std::string& n : checked.check.notes) fmt::print("note: {}\n", n);
   fmt::print("\n{:>6}  {:>10}  {:>10}  {:>10}  {:>11}  {:>11}  {:>9}  {:>5}\n", "device", "busy ms",
              "idle ms", "comm ms", "memory GiB", "limit GiB", "live acts", "fits");
@@ -84,7 +90,7 @@ int run(const SimulateArgs& a) {
     octo::write_file_atomic(a.trace, trace_text);
     fmt::print("\nwrote {} (open in ui.perfetto.dev)\n", a.trace);
   }
-  nlohmann::json report = octo::to_json(octo::predict(r, plan));
+  nlohmann::json report = octo::to_json(predicted);
   report["command"] = "simulate";
   report["plan"] = a.plan;
   report["method"] = plan.method;

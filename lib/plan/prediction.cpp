@@ -1,6 +1,8 @@
 #include "plan/prediction.hpp"
 
 #include <limits>
+#include <map>
+#include <string>
 
 namespace octo {
 namespace {
@@ -46,6 +48,47 @@ DevicePrediction device_from_json(const json& j, const JsonReader& rd, const std
   return d;
 }
 
+json terms_json(const std::map<std::string, double>& terms) {
+  json j = json::object();
+  for (const auto& [name, ms] : terms) j[name] = ms;
+  return j;
+}
+
+json bounds_json(const LowerBoundDerivations& b) {
+  return {{"binding", b.any_plan.binding},
+          {"devices_used", b.any_plan.devices},
+          {"terms", terms_json(b.any_plan.terms)},
+          {"structure",
+           {{"binding", b.structure.binding},
+            {"device", b.structure.devices},
+            {"terms", terms_json(b.structure.terms)}}}};
+}
+
+BoundDerivation derivation_from_json(const json& j, const JsonReader& rd, const std::string& path,
+                                     const char* devices_key, bool nested) {
+  if (nested)
+    rd.object(j, path, {"binding", devices_key, "terms", "structure"});
+  else
+    rd.object(j, path, {"binding", devices_key, "terms"});
+  BoundDerivation d;
+  d.binding = rd.string(rd.required(j, path, "binding"), JsonReader::join(path, "binding"));
+  d.devices = static_cast<int>(
+      rd.integer(rd.required(j, path, devices_key), JsonReader::join(path, devices_key), -1));
+  const std::string terms_path = JsonReader::join(path, "terms");
+  const json& terms = rd.object(rd.required(j, path, "terms"), terms_path);
+  for (const auto& [name, ms] : terms.items())
+    d.terms[name] = rd.number(ms, JsonReader::join(terms_path, name), 0);
+  return d;
+}
+
+LowerBoundDerivations bounds_from_json(const json& j, const JsonReader& rd, const std::string& path) {
+  LowerBoundDerivations b;
+  b.any_plan = derivation_from_json(j, rd, path, "devices_used", true);
+  b.structure = derivation_from_json(rd.required(j, path, "structure"), rd,
+                                     JsonReader::join(path, "structure"), "device", false);
+  return b;
+}
+
 }  // namespace
 
 json to_json(const Prediction& p) {
@@ -61,13 +104,18 @@ json to_json(const Prediction& p) {
             {"critical_path", p.critical_path},
             {"critical_path_length", p.critical_path_length}};
   if (p.lower_bound_ms) j["lower_bound_ms"] = *p.lower_bound_ms;
+  if (p.gap) j["gap"] = *p.gap;
+  if (p.structure_lower_bound_ms) j["structure_lower_bound_ms"] = *p.structure_lower_bound_ms;
+  if (p.structure_gap) j["structure_gap"] = *p.structure_gap;
+  if (p.lower_bound) j["lower_bound"] = bounds_json(*p.lower_bound);
   return j;
 }
 
 Prediction prediction_from_json(const json& j, const JsonReader& rd, const std::string& path) {
   rd.object(j, path,
             {"iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "max_peak_memory_bytes",
-             "ops", "devices", "critical_path", "critical_path_length", "lower_bound_ms"});
+             "ops", "devices", "critical_path", "critical_path_length", "lower_bound_ms", "gap",
+             "structure_lower_bound_ms", "structure_gap", "lower_bound"});
   const auto at = [&](const char* key) -> const json& { return rd.required(j, path, key); };
   const auto key = [&](const char* k) { return JsonReader::join(path, k); };
   Prediction p;
@@ -87,6 +135,12 @@ Prediction prediction_from_json(const json& j, const JsonReader& rd, const std::
   p.critical_path_length = rd.integer(at("critical_path_length"), key("critical_path_length"), 0, kMaxInt64);
   if (const json* lb = rd.optional(j, "lower_bound_ms"))
     p.lower_bound_ms = rd.number(*lb, key("lower_bound_ms"), 0);
+  if (const json* g = rd.optional(j, "gap")) p.gap = rd.number(*g, key("gap"));
+  if (const json* lb = rd.optional(j, "structure_lower_bound_ms"))
+    p.structure_lower_bound_ms = rd.number(*lb, key("structure_lower_bound_ms"), 0);
+  if (const json* g = rd.optional(j, "structure_gap")) p.structure_gap = rd.number(*g, key("structure_gap"));
+  if (const json* lb = rd.optional(j, "lower_bound"))
+    p.lower_bound = bounds_from_json(*lb, rd, key("lower_bound"));
   return p;
 }
 

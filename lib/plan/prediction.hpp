@@ -6,6 +6,7 @@
 /// line in each. Units: times in ms, sizes in bytes (core/units.hpp).
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,6 +32,23 @@ struct DevicePrediction {
   friend bool operator==(const DevicePrediction&, const DevicePrediction&) = default;
 };
 
+/// How one lower bound was derived: its largest term, where it was taken and every term (ms).
+struct BoundDerivation {
+  std::string binding;  ///< the name of the largest term ("work", "critical_path", ...)
+  /// Any-plan bound: the used-device count it is taken at ("devices_used" in the file);
+  /// structure bound: the device of the largest one-machine bound ("device"; -1: the path).
+  int devices = 0;
+  std::map<std::string, double> terms;  ///< every term computed, by name
+  friend bool operator==(const BoundDerivation&, const BoundDerivation&) = default;
+};
+
+/// The derivations of a plan's two lower bounds (sim/lower_bound.hpp).
+struct LowerBoundDerivations {
+  BoundDerivation any_plan;   ///< over every plan of the inputs
+  BoundDerivation structure;  ///< over every schedule of this partition + placement
+  friend bool operator==(const LowerBoundDerivations&, const LowerBoundDerivations&) = default;
+};
+
 struct Prediction {
   double iteration_time_ms = 0;
   double bubble_ratio = 0;  ///< 1 − Σ busy / (devices × iteration time)
@@ -44,18 +62,26 @@ struct Prediction {
   /// A lower bound of the iteration time (ms), when the planner computed one (optional in the
   /// file: written only when set; the plot shows it and the gap to it).
   std::optional<double> lower_bound_ms;
+  /// The bound figures sim/lower_bound.hpp add_lower_bounds sets (all of them or none; optional
+  /// in the file): iteration_time_ms / lower_bound_ms − 1, the bound of this partition and
+  /// placement and the gap to it, and how both bounds were derived.
+  std::optional<double> gap;
+  std::optional<double> structure_lower_bound_ms;
+  std::optional<double> structure_gap;
+  std::optional<LowerBoundDerivations> lower_bound;
   friend bool operator==(const Prediction&, const Prediction&) = default;
 };
 
 /// {"iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "max_peak_memory_bytes",
 /// "ops", "devices": [{"device", "busy_ms", "idle_ms", "comm_ms", "static_bytes",
 /// "peak_activation_bytes", "peak_memory_bytes", "memory_limit_bytes", "peak_live_microbatches"}],
-/// "critical_path", "critical_path_length", "lower_bound_ms" (only when set)} — the plan file's
-/// "predicted" section.
+/// "critical_path", "critical_path_length", and when set "lower_bound_ms", "gap",
+/// "structure_lower_bound_ms", "structure_gap", "lower_bound": {"binding", "devices_used", "terms":
+/// {name: ms}, "structure": {"binding", "device", "terms"}}} — the plan file's "predicted" section.
 [[nodiscard]] nlohmann::json to_json(const Prediction& prediction);
 
-/// Reads a prediction at `path` (e.g. "predicted"); every key but lower_bound_ms is required, unknown keys
-/// are errors (octo::InputError naming the reader's file and the JSON path).
+/// Reads a prediction at `path` (e.g. "predicted"); every key but the bound figures is required,
+/// unknown keys are errors (octo::InputError naming the reader's file and the JSON path).
 [[nodiscard]] Prediction prediction_from_json(const nlohmann::json& j, const JsonReader& reader,
                                               const std::string& path);
 

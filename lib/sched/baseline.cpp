@@ -9,6 +9,7 @@
 #include "plan/validate.hpp"
 #include "sched/partition.hpp"
 #include "sched/schedule.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
@@ -93,7 +94,15 @@ std::vector<Stage> partition(const PlannerInputs& in, const BaselineOptions& o, 
   return out;
 }
 
-Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r, bool recompute) {
+/// The any-plan lower bound depends only on the inputs, the devices and the micro-batches, not on
+/// the baseline: run_baselines computes it once.
+struct BoundCache {
+  int p = 0, m = 0;
+  std::optional<LowerBound> bound;
+};
+
+Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r, bool recompute,
+           BoundCache& cache) {
   Plan plan;
   embed_inputs(plan, in);
   plan.method = method_name(o);
@@ -129,26 +138,35 @@ Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
   const SimInput sim_input = make_sim_input(plan, in);
   const SimResult result = simulate(plan, sim_input);
   plan.predicted = predict(result, plan);
+  if (!cache.bound || cache.p != r.p || cache.m != r.m)
+    cache = {r.p, r.m, any_plan_lower_bound(make_sim_input(layer_plan(plan), in), r.m)};
+  add_lower_bounds(*plan.predicted,
+                   PlanBounds{*cache.bound, structure_lower_bound(plan.stages, r.m, sim_input)});
   return plan;
+}
+
+Plan build_cached(const PlannerInputs& inputs, const BaselineOptions& options, BoundCache& cache) {
+  const Resolved r = resolve(inputs, options);
+  switch (inputs.model.training.recompute) {
+    case RecomputePolicy::None:
+      return build(inputs, options, r, false, cache);
+    case RecomputePolicy::Full:
+      return build(inputs, options, r, true, cache);
+    case RecomputePolicy::Auto: {
+      // What a user of the framework does: recompute only when the plan does not fit otherwise.
+      Plan plan = build(inputs, options, r, false, cache);
+      if (plan.predicted->fits_memory) return plan;
+      return build(inputs, options, r, true, cache);
+    }
+  }
+  return build(inputs, options, r, false, cache);
 }
 
 }  // namespace
 
 Plan build_baseline(const PlannerInputs& inputs, const BaselineOptions& options) {
-  const Resolved r = resolve(inputs, options);
-  switch (inputs.model.training.recompute) {
-    case RecomputePolicy::None:
-      return build(inputs, options, r, false);
-    case RecomputePolicy::Full:
-      return build(inputs, options, r, true);
-    case RecomputePolicy::Auto: {
-      // What a user of the framework does: recompute only when the plan does not fit otherwise.
-      Plan plan = build(inputs, options, r, false);
-      if (plan.predicted->fits_memory) return plan;
-      return build(inputs, options, r, true);
-    }
-  }
-  return build(inputs, options, r, false);
+  BoundCache cache;
+  return build_cached(inputs, options, cache);
 }
 
 std::vector<BaselineOptions> baseline_methods() {
@@ -168,12 +186,13 @@ std::vector<BaselineRun> run_baselines(const PlannerInputs& inputs,
                                        const std::vector<BaselineOptions>& methods) {
   std::vector<BaselineRun> runs;
   runs.reserve(methods.size());
+  BoundCache cache;
   for (const BaselineOptions& o : methods) {
     BaselineRun run;
     run.options = o;
     run.method = method_name(o);
     try {
-      run.plan = build_baseline(inputs, o);
+      run.plan = build_cached(inputs, o, cache);
     } catch (const UnsupportedConfig& e) {
       run.skipped = e.what();
     }

@@ -34,6 +34,8 @@ std::string_view to_string(FOrder order) {
       return "deepest-first";
     case FOrder::ShallowestFirst:
       return "shallowest-first";
+    case FOrder::Grouped:
+      return "grouped-F";
   }
   return "?";
 }
@@ -44,6 +46,8 @@ std::string_view to_string(BOrder order) {
       return "oldest-B-first";
     case BOrder::DeepestFirst:
       return "deepest-B-first";
+    case BOrder::Grouped:
+      return "grouped-B";
   }
   return "?";
 }
@@ -213,6 +217,24 @@ class Run {
         return static_cast<std::int64_t>(S - 1 - s) * M_ + m;
       case FOrder::ShallowestFirst:
         return static_cast<std::int64_t>(s) * M_ + m;
+      case FOrder::Grouped:
+        return grouped_key(m, s);
+    }
+    return 0;
+  }
+  /// (group of `devices` micro-batches, stage, micro-batch within the group), lexicographic.
+  [[nodiscard]] std::int64_t grouped_key(int m, int stage) const {
+    const std::int64_t g = p_.devices;
+    return (static_cast<std::int64_t>(m / g) * S_ + stage) * g + m % g;
+  }
+  [[nodiscard]] std::int64_t b_key(int s, int m) const {
+    switch (o_.b_order) {
+      case BOrder::OldestFirst:
+        return mb_key(s, m);
+      case BOrder::DeepestFirst:
+        return static_cast<std::int64_t>(S_ - 1 - s) * M_ + m;
+      case BOrder::Grouped:
+        return grouped_key(m, S_ - 1 - s);
     }
     return 0;
   }
@@ -352,11 +374,7 @@ class Run {
         f_heap_[di].emplace(jittered(f_key(s, m), op), op);
         break;
       case kB:
-        b_heap_[di].emplace(
-            jittered(o_.b_order == BOrder::OldestFirst ? mb_key(s, m)
-                                                       : static_cast<std::int64_t>(S_ - 1 - s) * M_ + m,
-                     op),
-            op);
+        b_heap_[di].emplace(jittered(b_key(s, m), op), op);
         break;
       case kW:
         w_heap_[di].emplace(mb_key(s, m), op);

@@ -42,12 +42,19 @@ enum class FOrder : std::uint8_t {
   OldestFirst,      ///< lowest micro-batch first, then the deepest stage (drains the pipeline)
   DeepestFirst,     ///< deepest stage first, then the lowest micro-batch (depth-first by stage)
   ShallowestFirst,  ///< shallowest stage first, then the lowest micro-batch (breadth-first)
+  /// Megatron's interleaved order: micro-batches in groups of `devices`; within a group the
+  /// shallowest stage first, then the lowest micro-batch (breadth-first over a group, depth-first
+  /// over groups). As priorities it adapts to chunks of unequal cost.
+  Grouped,
 };
 
 /// Which ready B a device prefers.
 enum class BOrder : std::uint8_t {
   OldestFirst,   ///< lowest micro-batch first (completes micro-batches, frees their memory)
   DeepestFirst,  ///< deepest stage first: the longest backward chain still ahead (critical path)
+  /// Megatron's interleaved order: micro-batches in groups of `devices`; within a group the
+  /// deepest stage first, then the lowest micro-batch.
+  Grouped,
 };
 
 /// How F ops are admitted under the activation cap.

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "plan/embed.hpp"
 #include "plan/lower.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 
 namespace octo {
@@ -27,6 +28,10 @@ std::string Candidate::describe() const {
   if (schedule.b_order != BOrder::OldestFirst) text += fmt::format(", {}", to_string(schedule.b_order));
   if (cap_scale < 1.0) text += fmt::format(", {:.0f}% memory cap", cap_scale * 100);
   if (rc > 0) text += fmt::format(", recompute {}/{} stages", rc, stages());
+  if (order)
+    text = fmt::format("{} stages, {} op order{}", stages(), order_name.empty() ? "explicit" : order_name,
+                       order_name.empty() ? " (improved on the critical path)" : "") +
+           (rc > 0 ? fmt::format(", recompute {}/{} stages", rc, stages()) : std::string());
   return text;
 }
 
@@ -88,6 +93,11 @@ ListScheduleProblem Evaluator::problem(const Candidate& c, const SimInput& in) c
   return p;
 }
 
+bool same_schedule(const Candidate& a, const Candidate& b) {
+  if (a.order && b.order) return *a.order == *b.order && a.without_order() == b.without_order();
+  return a == b;
+}
+
 namespace {
 
 void fill(Evaluation& e, const SimResult& r) {
@@ -111,35 +121,51 @@ void fill(Evaluation& e, const SimResult& r) {
 
 }  // namespace
 
+Evaluation evaluation_of(const SimResult& result) {
+  Evaluation e;
+  fill(e, result);
+  return e;
+}
+
 Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_out, double bound) const {
   Evaluation e;
   Plan plan = skeleton(c);
   SimInput in = make_sim_input(plan, inputs_);
   const auto limit = static_cast<std::int64_t>(std::llround(limit_));
   in.memory_limit_bytes.assign(static_cast<std::size_t>(pp_), limit);
-
-  const ListScheduleProblem prob = problem(c, in);
-  ListScheduleOptions options = c.schedule;
-  options.activation_cap.clear();
-  if (limit > 0) {
-    options.activation_cap.resize(static_cast<std::size_t>(pp_));
-    for (int d = 0; d < pp_; ++d) {
-      const std::int64_t free = limit - in.static_bytes[static_cast<std::size_t>(d)];
-      options.activation_cap[static_cast<std::size_t>(d)] =
-          free < 0 ? free : static_cast<std::int64_t>(std::floor(static_cast<double>(free) * c.cap_scale));
-    }
-  }
-  ListSchedule ls = list_schedule(prob, options);
-  if (!ls.feasible()) {
-    e.problem = std::move(ls.infeasible);
-    return e;
-  }
-  if (bound > 0 && ls.makespan_ms >= bound) {
+  e.structure_bound_ms = structure_lower_bound(plan.stages, m_, in).ms;
+  if (bound > 0 && e.structure_bound_ms >= bound) {
     e.pruned = true;
-    e.makespan_ms = ls.makespan_ms;
+    e.makespan_ms = e.structure_bound_ms;
     return e;
   }
-  plan.programs = std::move(ls.programs);
+
+  if (c.order) {
+    plan.programs = *c.order;
+  } else {
+    const ListScheduleProblem prob = problem(c, in);
+    ListScheduleOptions options = c.schedule;
+    options.activation_cap.clear();
+    if (limit > 0) {
+      options.activation_cap.resize(static_cast<std::size_t>(pp_));
+      for (int d = 0; d < pp_; ++d) {
+        const std::int64_t free = limit - in.static_bytes[static_cast<std::size_t>(d)];
+        options.activation_cap[static_cast<std::size_t>(d)] =
+            free < 0 ? free : static_cast<std::int64_t>(std::floor(static_cast<double>(free) * c.cap_scale));
+      }
+    }
+    ListSchedule ls = list_schedule(prob, options);
+    if (!ls.feasible()) {
+      e.problem = std::move(ls.infeasible);
+      return e;
+    }
+    if (bound > 0 && ls.makespan_ms >= bound) {
+      e.pruned = true;
+      e.makespan_ms = ls.makespan_ms;
+      return e;
+    }
+    plan.programs = std::move(ls.programs);
+  }
 
   LowerOptions lo;
   const int S = c.stages();
@@ -152,10 +178,17 @@ Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_ou
     lo.durations[static_cast<std::size_t>(s)] =
         StageDurations{sc.f_ms + ov, sc.b_ms + ov, sc.w_ms + ov, sc.r_ms + ov};
   }
-  lower(plan, lo);
   SimOptions so;
   so.critical_path = false;
-  fill(e, sim.run(plan, in, so));
+  try {
+    lower(plan, lo);
+    fill(e, sim.run(plan, in, so));
+  } catch (const Error& error) {
+    if (!c.order) throw;  // the list scheduler's programs always run
+    e = Evaluation{};
+    e.problem = error.what();
+    return e;
+  }
   if (plan_out) *plan_out = std::move(plan);
   return e;
 }
@@ -168,6 +201,7 @@ Evaluation Evaluator::evaluate_plan(const Plan& plan, Simulator& sim) const {
   SimOptions so;
   so.critical_path = false;
   fill(e, sim.run(plan, in, so));
+  e.structure_bound_ms = structure_lower_bound(plan.stages, plan.microbatches, in).ms;
   return e;
 }
 

@@ -1,9 +1,12 @@
 #pragma once
-/// One point of the tuner's search space — partition, placement, per-stage recompute and list
-/// scheduler options — and its evaluation: list-schedule the compute ops, lower the comm ops
-/// (plan/lower.hpp), simulate the lowered plan (sim/simulator.hpp).
+/// One point of the tuner's search space — partition, placement, per-stage recompute and either
+/// list scheduler options or an explicit op order — and its evaluation: list-schedule the compute
+/// ops (or take the order as given), lower the comm ops (plan/lower.hpp), simulate the lowered plan
+/// (sim/simulator.hpp). A candidate whose proven bound (sim/lower_bound.hpp) cannot beat the plan
+/// it is compared with is pruned before any of that.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,12 +25,28 @@ struct Candidate {
   ListScheduleOptions schedule;
   /// Fraction of each device's free memory (limit − static) given to activations, (0, 1].
   double cap_scale = 1.0;
+  /// An explicit compute-only op order (one list per device) that replaces the list scheduler,
+  /// e.g. an improved order of the critical device; it belongs to this partition and placement,
+  /// so a move that changes them starts from without_order().
+  std::shared_ptr<const Programs> order;
+  /// Where the order comes from: a registered schedule's name, or empty (the reorder moves).
+  std::string order_name;
 
   [[nodiscard]] int stages() const { return static_cast<int>(ends.size()); }
+  /// The same candidate, list-scheduled again.
+  [[nodiscard]] Candidate without_order() const {
+    Candidate c = *this;
+    c.order.reset();
+    c.order_name.clear();
+    return c;
+  }
   /// e.g. "12 stages wave, split B/W fill-idle oldest-first reserve, recompute 2/12".
   [[nodiscard]] std::string describe() const;
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };
+
+/// Two candidates that are scheduled alike (an explicit order compared by its ops, not by pointer).
+[[nodiscard]] bool same_schedule(const Candidate& a, const Candidate& b);
 
 /// What the search compares.
 struct Evaluation {
@@ -36,6 +55,8 @@ struct Evaluation {
   std::string problem;  ///< why not (infeasible memory, ...)
   double makespan_ms = 0;
   double bubble_ratio = 0;
+  /// No schedule of this partition, placement and recompute choice is faster (structure bound).
+  double structure_bound_ms = 0;
   bool fits_memory = false;
   std::int64_t max_peak_memory_bytes = 0;
   std::vector<double> busy_ms, idle_ms;  ///< per device
@@ -45,6 +66,9 @@ struct Evaluation {
   /// Lexicographic: ok, then fits, then shorter makespan.
   [[nodiscard]] bool better_than(const Evaluation& other) const;
 };
+
+/// The evaluation fields of a simulation (ok, times, memory per device).
+[[nodiscard]] Evaluation evaluation_of(const SimResult& result);
 
 /// Evaluates candidates for one set of inputs. Thread-safe (const); each thread brings its own
 /// Simulator.
@@ -65,8 +89,10 @@ class Evaluator {
   [[nodiscard]] ListScheduleProblem problem(const Candidate& c, const SimInput& in) const;
 
   /// Schedules, lowers and simulates. `plan_out`, when given, receives the lowered plan. With
-  /// `bound` > 0, a candidate whose schedule cannot beat it (its ideal-transfer makespan, a lower
-  /// bound of the simulated one, is >= bound) is returned pruned, without lowering and simulating.
+  /// `bound` > 0, a candidate that cannot beat it — its structure bound or its schedule's
+  /// ideal-transfer makespan (both lower bounds of the simulated one) is >= bound — is returned
+  /// pruned, without scheduling or without lowering and simulating. An explicit order that cannot
+  /// run (a cycle through the devices) comes back with its problem, not as an error.
   [[nodiscard]] Evaluation evaluate(const Candidate& c, Simulator& sim, Plan* plan_out = nullptr,
                                     double bound = 0) const;
 

@@ -39,6 +39,32 @@ nlohmann::json search_json(const TuneResult& r) {
           {"accepted", accepted}};
 }
 
+/// The tuned plan against the lower bounds.
+std::string bound_line(const TuneResult& r) {
+  const LowerBound& any = r.bounds.any_plan;
+  const LowerBound& own = r.bounds.structure;
+  if (any.ms <= 0) return {};
+  return fmt::format(
+      "lower bound {:.1f} ms for any plan ({}), gap {:.1f} %; {:.1f} ms for this partition and placement "
+      "({}), gap "
+      "{:.1f} %\n",
+      any.ms, any.binding, 100 * (r.sim.makespan_ms / any.ms - 1), own.ms, own.binding,
+      100 * (own.ms > 0 ? r.sim.makespan_ms / own.ms - 1 : 0.0));
+}
+
+/// The bound figures of the tuned plan's prediction (Prediction's lower_bound_ms ... lower_bound).
+nlohmann::json bound_json(const TuneResult& r) {
+  Prediction p;
+  p.iteration_time_ms = r.sim.makespan_ms;
+  add_lower_bounds(p, r.bounds);
+  const nlohmann::json all = to_json(p);
+  nlohmann::json j = nlohmann::json::object();
+  for (const char* key :
+       {"lower_bound_ms", "gap", "structure_lower_bound_ms", "structure_gap", "lower_bound"})
+    j[key] = all.at(key);
+  return j;
+}
+
 std::string speedup_line(const TuneResult& r) {
   if (r.best_baseline.empty()) return "No baseline could run.\n";
   return fmt::format(
@@ -49,6 +75,13 @@ std::string speedup_line(const TuneResult& r) {
 }
 
 }  // namespace
+
+std::string format_progress(const TuneProgress& p) {
+  if (p.best_iteration_ms <= 0) return fmt::format("octoplan: [{:6.1f} s] {}", p.elapsed_s, p.step);
+  return fmt::format("octoplan: [{:6.1f} s] {:<28} best {:>10.1f} ms  bubble {:5.1f}%{}  ({} evaluations)",
+                     p.elapsed_s, p.step, p.best_iteration_ms, p.best_bubble_ratio * 100,
+                     p.best_fits_memory ? "" : " (does not fit)", p.evaluations);
+}
 
 std::string stage_labels(const PlannerInputs& in, int first, int end) {
   // Pattern symbols run together ("M-M*"); longer labels ("embedding", Jamba's "ME") stand apart.
@@ -105,6 +138,7 @@ std::string format_plan_summary(const PlannerInputs& in, const TuneResult& r) {
   }
   out += fmt::format("\niteration time {:.1f} ms, bubble {:.1f} %, {:.0f} tokens/s\n", r.sim.makespan_ms,
                      r.sim.bubble_ratio * 100, r.sim.tokens_per_s);
+  out += bound_line(r);
   out += fmt::format("memory: peak {} GiB of {} GiB per device ({})\n",
                      gib(static_cast<double>(r.sim.max_peak_memory_bytes)),
                      in.memory_limit_bytes > 0 ? gib(in.memory_limit_bytes) : std::string("unlimited"),
@@ -163,6 +197,7 @@ nlohmann::json plan_summary_json(const PlannerInputs& in, const TuneResult& r) {
           {"best_baseline_fits", r.best_baseline_fits},
           {"best_baseline_ms", r.best_baseline_ms},
           {"speedup_vs_best_baseline", r.speedup_vs_best_baseline},
+          {"bounds", bound_json(r)},
           {"stages", stages},
           {"device_metrics", devices},
           {"search", search_json(r)}};
@@ -183,16 +218,20 @@ std::string format_comparison(const PlannerInputs& in, const TuneResult& r) {
         "(baselines that do not fit otherwise recompute every stage, as a framework user would: marked rc, "
         "with "
         "their time without recompute, which does not fit, in brackets)\n";
-  out += fmt::format("\n{:<26} {:>13} {:>8} {:>9} {:>5} {:>12} {:>9}\n", "method", "iteration ms", "bubble",
-                     "peak GiB", "fits", "tokens/s", "speed-up");
+  if (r.bounds.any_plan.ms > 0)
+    out += fmt::format("lower bound for any plan: {:.1f} ms ({}); gap = iteration time / bound - 1\n",
+                       r.bounds.any_plan.ms, r.bounds.any_plan.binding);
+  out += fmt::format("\n{:<26} {:>13} {:>8} {:>7} {:>9} {:>5} {:>12} {:>9}\n", "method", "iteration ms",
+                     "bubble", "gap", "peak GiB", "fits", "tokens/s", "speed-up");
   auto row = [&](const MethodSummary& m, bool tuned) {
     const std::string name = m.recompute && !tuned ? m.name + " (rc)" : m.name;
     const std::string speed =
         tuned ? std::string("-") : fmt::format("{:.3f}x", m.iteration_time_ms / r.summary.iteration_time_ms);
-    std::string line =
-        fmt::format("{:<26} {:>13.1f} {:>7.1f}% {:>9} {:>5} {:>12.0f} {:>9}", name, m.iteration_time_ms,
-                    m.bubble_ratio * 100, gib(static_cast<double>(m.peak_memory_bytes)),
-                    m.fits_memory ? "yes" : "no", m.tokens_per_s, speed);
+    const double gap = r.bounds.any_plan.ms > 0 ? m.iteration_time_ms / r.bounds.any_plan.ms - 1 : 0.0;
+    std::string line = fmt::format("{:<26} {:>13.1f} {:>7.1f}% {:>6.1f}% {:>9} {:>5} {:>12.0f} {:>9}", name,
+                                   m.iteration_time_ms, m.bubble_ratio * 100, gap * 100,
+                                   gib(static_cast<double>(m.peak_memory_bytes)),
+                                   m.fits_memory ? "yes" : "no", m.tokens_per_s, speed);
     if (m.without_recompute_ms)
       line += fmt::format("  [{:.1f} ms, {} GiB]", *m.without_recompute_ms,
                           gib(static_cast<double>(m.without_recompute_peak_bytes)));
@@ -226,6 +265,7 @@ nlohmann::json comparison_json(const PlannerInputs& in, const TuneResult& r) {
                      {"fits_memory", m.fits_memory},
                      {"tokens_per_s", m.tokens_per_s},
                      {"recompute", m.recompute},
+                     {"gap", r.bounds.any_plan.ms > 0 ? m.iteration_time_ms / r.bounds.any_plan.ms - 1 : 0.0},
                      {"speedup", m.iteration_time_ms / r.summary.iteration_time_ms}};
     if (m.without_recompute_ms)
       j["without_recompute"] = {{"iteration_time_ms", *m.without_recompute_ms},
@@ -252,6 +292,7 @@ nlohmann::json comparison_json(const PlannerInputs& in, const TuneResult& r) {
           {"best_baseline_fits", r.best_baseline_fits},
           {"best_baseline_ms", r.best_baseline_ms},
           {"speedup_vs_best_baseline", r.speedup_vs_best_baseline},
+          {"bounds", bound_json(r)},
           {"search", search_json(r)}};
 }
 

@@ -10,6 +10,10 @@
 
 namespace octo {
 
+/// One progress line: "octoplan: [  3.2 s] local search: partition   best  1549.1 ms  bubble  6.2%  (1234
+/// evaluations)".
+[[nodiscard]] std::string format_progress(const TuneProgress& progress);
+
 /// Layer labels of [first, end) in compact form: "embedding M-M-M* (6 layers)"; long runs are
 /// shortened in the middle.
 [[nodiscard]] std::string stage_labels(const PlannerInputs& inputs, int first, int end);

@@ -1,24 +1,25 @@
 #pragma once
 /// The iterative, bubble-aware tuner: co-optimises partition, placement and schedule of a
 /// pipeline-parallel training iteration with the simulator as its oracle (DESIGN.md, "Tuner").
+/// tuner.cpp is the algorithm; its parts live beside it:
 ///
-/// 1. Baselines: the ten schedules users run today (sched/baseline.hpp); the best one that fits the
-///    memory limit is the incumbent, so the result is never worse than it.
-/// 2. Seeds: for S ∈ {p, 2p, 3p, 4p, ...} stages, sequential / interleaved / wave placements, a
-///    per-device min-max balanced partition (and the per-stage one), list-scheduled
-///    (sched/list_scheduler.hpp) under a grid of scheduler options, with recompute where memory
-///    demands it.
-/// 3. Local search from the best seeds, one neighbourhood per round, each candidate scheduled,
-///    lowered and simulated: bubble-aware layer moves between adjacent stages (from the device
-///    with the least idle time toward the one with the most), scheduler option changes, per-stage
-///    recompute, stage-device swaps and moves, stage splits and merges. The best improvement of a
-///    round is kept, everything else rolled back; seeded random kicks restart the descent from
-///    the best plan until no step helps or the time budget ends.
-/// Candidates of a round are generated deterministically and evaluated on a thread pool (one
-/// Simulator per worker) in fixed chunks, reduced in candidate order with index tie-breaks: for a
-/// given seed and thread count the result is the same on every run (the budget is counted in work,
-/// not seconds) unless the wall-clock cap ends the search on a slow machine (TuneStats::stopped_by
-/// tells). With max_evaluations alone it does not even depend on the thread count.
+/// 1. Baselines (tune/baselines.hpp): the ten schedules users run today; the best one that fits
+///    the memory limit is the incumbent, so the result is never worse than it.
+/// 2. Seeds (tune/seeds.hpp): partitions and placements of p … 8p stages and of one stage per
+///    layer, ranked by their proven structure bound, list-scheduled (sched/list_scheduler.hpp)
+///    under a grid of scheduler options, with recompute where memory demands it.
+/// 3. Local search from the best seeds: each round asks every neighbourhood (tune/neighbourhood.hpp,
+///    one file each in tune/moves/: partition, schedule options, recompute, placement, structure,
+///    layer, reorder of the critical path) for candidates, evaluates them in chunks
+///    (tune/batch.hpp) and keeps the best improvement (tune/incumbent.hpp); candidates whose
+///    bound cannot beat the current plan are pruned unseen. Seeded random kicks (tune/kick.hpp)
+///    restart the descent from the best plan until no step helps, the budget ends
+///    (tune/budget.hpp) or the plan reaches the lower bound for any plan (sim/lower_bound.hpp).
+/// Candidates are generated deterministically and evaluated on a thread pool in fixed chunks,
+/// reduced in candidate order: for a given seed and thread count the result is the same on every
+/// run (the budget is counted in work, not seconds) unless the wall-clock cap ends the search on a
+/// slow machine (TuneStats::stopped_by tells). With max_evaluations alone it does not even depend
+/// on the thread count. Progress goes to TuneOptions::progress only; the library prints nothing.
 
 #include <atomic>
 #include <cstdint>
@@ -30,11 +31,12 @@
 #include "cost/inputs.hpp"
 #include "plan/plan.hpp"
 #include "sched/baseline.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
 
-/// A progress report (once per improvement and at least every second of search).
+/// A progress report (once per improvement and phase, and at least every second of search).
 struct TuneProgress {
   double elapsed_s = 0;
   std::string step;  ///< e.g. "baselines", "seeds", "local search: partition"
@@ -66,8 +68,11 @@ struct TuneOptions {
   /// Stop after this many candidate evaluations (0: no limit): a budget that, unlike the wall
   /// clock, gives the same result on any machine.
   std::int64_t max_evaluations = 0;
-  bool quiet = false;  ///< no progress lines on stderr
-  /// Called with progress reports (in addition to the stderr lines unless quiet).
+  /// Wall-clock cap in seconds, baselines included (0: kWallCapFactor × time_budget_s). A large
+  /// cap makes a loaded machine spend the whole work budget, for comparisons at equal work.
+  double wall_cap_s = 0;
+  /// Called with progress reports (tune/report.hpp format_progress makes them a line); the first
+  /// one says what the budget amounts to.
   std::function<void(const TuneProgress&)> progress;
   /// When set and raised (core/interrupt.hpp: SIGINT, SIGTERM), the search stops at once and
   /// the best plan found so far is the result (TuneStats::stopped_by "interrupted").
@@ -87,7 +92,9 @@ struct MethodSummary {
   std::int64_t peak_memory_bytes = 0;  ///< max over devices
   bool fits_memory = false;
   double tokens_per_s = 0;
-  bool recompute = false;  ///< the plan recomputes some stage
+  bool recompute = false;     ///< the plan recomputes some stage
+  double lower_bound_ms = 0;  ///< the any-plan lower bound of the inputs (sim/lower_bound.hpp)
+  double gap = 0;             ///< iteration_time_ms / lower_bound_ms − 1
   /// For a baseline that recomputes only to fit (TuneResult::baselines_recompute_to_fit): the
   /// same baseline without recompute, as its framework would run it if memory allowed.
   std::optional<double> without_recompute_ms;
@@ -104,14 +111,14 @@ struct TuneStats {
   int kicks = 0;                 ///< random restarts from the best plan
   double elapsed_s = 0;
   double baselines_s = 0;  ///< time spent building the baselines
-  /// "converged", "work budget", "evaluation limit" (all deterministic), "wall-clock cap" or
-  /// "interrupted" (TuneOptions::stop).
+  /// "converged", "reached the lower bound", "work budget", "evaluation limit" (all
+  /// deterministic), "wall-clock cap" or "interrupted" (TuneOptions::stop).
   std::string stopped_by;
   std::string start;     ///< the incumbent the search started from (a baseline or "none")
   std::string origin;    ///< what the best plan is: "search" or the baseline it kept
   std::string schedule;  ///< Candidate::describe() of the best plan, or the baseline name
-  /// Accepted steps per neighbourhood ("partition", "schedule", "recompute", "placement",
-  /// "structure", "seed").
+  /// Accepted steps per source: "seed", each neighbourhood ("partition", "schedule", "recompute",
+  /// "placement", "structure", "layer", "reorder") and "kick".
   std::vector<std::pair<std::string, int>> accepted;
 };
 
@@ -120,6 +127,7 @@ struct TuneResult {
   /// = the prediction of its simulation. It passes check_plan under `memory_limit_bytes`.
   Plan plan;
   SimResult sim;                         ///< its simulation (with the critical path)
+  PlanBounds bounds;                     ///< its lower bounds (any plan; its partition and placement)
   MethodSummary summary;                 ///< the tuned plan as a table row
   std::vector<MethodSummary> baselines;  ///< the ten baselines, in baseline_methods() order
   std::vector<BaselineRun> baseline_runs;

@@ -33,6 +33,10 @@ for k in sorted(set(a) | set(b)):
         sys.exit(f"key {k} differs")
 if abs(pa["iteration_time_ms"] - pb["iteration_time_ms"]) > 1e-9 * pa["iteration_time_ms"]:
     sys.exit("predicted iteration time differs")
+# The same stages and placement on the same inputs: the same proven bounds (sim/lower_bound.hpp).
+for k in ("lower_bound_ms", "structure_lower_bound_ms"):
+    if abs(pa[k] - pb[k]) > 1e-9 * pa[k]:
+        sys.exit(f"predicted {k} differs: {pa[k]} vs {pb[k]}")
 PY
 }
 # render SVG: rsvg-convert must draw it into a PNG of the SVG's width x height.

@@ -197,7 +197,6 @@ TEST_CASE("torch export -> import is the identity on tuned plans") {
     octo::TuneOptions o;
     o.max_evaluations = 150;
     o.threads = 1;
-    o.quiet = true;
     const octo::TuneResult r = octo::tune(in, o);
     check_round_trips(r.plan);
   }

@@ -46,6 +46,14 @@ Plan sample_plan(std::mt19937& rng) {
     p.devices.push_back({d, 1.25 + d, 0.5, 0.75, 1000 + d, 2000 + d, 3000 + d, 4000 + d, 5 + d});
   p.critical_path = {"dev 0: F mb0 s0", "dev 1: F \"mb0\" s1"};
   p.critical_path_length = 17;
+  if (rng() % 2 == 0) {  // the bound figures (sim/lower_bound.hpp add_lower_bounds), sometimes absent
+    p.lower_bound_ms = 10.25;
+    p.gap = 0.21875;
+    p.structure_lower_bound_ms = 11.5;
+    p.structure_gap = 0.0625;
+    p.lower_bound = LowerBoundDerivations{{"work", 3, {{"work", 10.25}, {"critical_path", 4.5}}},
+                                          {"device", -1, {{"critical_path", 11.5}}}};
+  }
   if (rng() % 3 != 0) plan.predicted = p;  // sometimes absent (null)
   plan.allow_oversubscribed_memory = rng() % 2 == 0;
   return plan;
@@ -224,9 +232,9 @@ TEST_CASE("a stored prediction is read with every figure and the JSON path of a 
   bad["predicted"].erase("tokens_per_s");
   CHECK_THROWS_WITH(plan_from_json(bad, "p.json"), "p.json: predicted.tokens_per_s: missing");
   bad = j;
-  bad["predicted"]["lower_bound"] = 1;
+  bad["predicted"]["upper_bound"] = 1;
   CHECK_THROWS_WITH(plan_from_json(bad, "p.json"),
-                    Catch::StartsWith("p.json: predicted.lower_bound: unknown key"));
+                    Catch::StartsWith("p.json: predicted.upper_bound: unknown key"));
   bad = j;
   bad["predicted"] = nullptr;
   CHECK_FALSE(plan_from_json(bad, "p.json").predicted.has_value());

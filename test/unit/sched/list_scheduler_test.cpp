@@ -237,6 +237,40 @@ TEST_CASE("priority jitter reorders deterministically", "[list]") {
   CHECK(differs);
 }
 
+TEST_CASE("grouped order: Megatron's interleaved order as priorities", "[list]") {
+  // Two devices, four stages interleaved (device 0 holds stages 0 and 2), F = 1 ms on device 0's
+  // stages, free elsewhere. With micro-batches in groups of 2 (the devices), grouped runs a group's
+  // forwards breadth-first (F0.2 F0.3 before F2.2) and its backwards deepest stage first for the
+  // whole group (B2.0 B2.1 before B0.0), as Megatron's interleaved 1F1B does; oldest-first
+  // finishes micro-batch by micro-batch instead.
+  ListScheduleProblem p = unit_problem(2, 4, {0, 1, 0, 1});
+  for (int s = 0; s < 4; ++s) {
+    StageCost& c = p.costs[static_cast<std::size_t>(s)];
+    c.f_ms = s % 2 == 0 ? 1.0 : 0.0;
+    c.b_ms = c.w_ms = 0;
+  }
+  using V = std::vector<std::pair<int, int>>;  // (stage, mb) on device 0
+  auto order = [&](FOrder f, BOrder b, OpKind kind) {
+    ListScheduleOptions o;
+    o.f_order = f;
+    o.b_order = b;
+    const ListSchedule ls = list_schedule(p, o);
+    REQUIRE(ls.feasible());
+    V out;
+    for (const Op& op : ls.programs[0])
+      if (op.kind == kind) out.emplace_back(op.stage, op.mb);
+    return out;
+  };
+  CHECK(order(FOrder::Grouped, BOrder::Grouped, OpKind::F) ==
+        V{{0, 0}, {0, 1}, {2, 0}, {2, 1}, {0, 2}, {0, 3}, {2, 2}, {2, 3}});
+  CHECK(order(FOrder::Grouped, BOrder::Grouped, OpKind::B) ==
+        V{{2, 0}, {2, 1}, {0, 0}, {0, 1}, {2, 2}, {2, 3}, {0, 2}, {0, 3}});
+  CHECK(order(FOrder::OldestFirst, BOrder::OldestFirst, OpKind::F) ==
+        V{{0, 0}, {0, 1}, {2, 0}, {2, 1}, {0, 2}, {2, 2}, {0, 3}, {2, 3}});
+  CHECK(order(FOrder::OldestFirst, BOrder::OldestFirst, OpKind::B) ==
+        V{{2, 0}, {0, 0}, {2, 1}, {0, 1}, {2, 2}, {0, 2}, {2, 3}, {0, 3}});
+}
+
 TEST_CASE("fused backward emits BW", "[list]") {
   ListScheduleOptions o;
   o.split_bw = false;
@@ -293,11 +327,11 @@ TEST_CASE("random placements always give valid deadlock-free programs", "[list][
     ListScheduleOptions o;
     o.split_bw = rng() % 3 != 0;
     o.w_policy = rng() % 2 ? WPolicy::FillIdle : WPolicy::Eager;
-    o.f_order = static_cast<FOrder>(rng() % 3);
+    o.f_order = static_cast<FOrder>(rng() % 4);
     o.memory = rng() % 2 ? MemoryMode::Reserve : MemoryMode::Greedy;
     o.max_inflight = static_cast<int>(rng() % 4);
     o.hold = (rng() % 3) * 0.5;
-    o.b_order = rng() % 2 ? BOrder::OldestFirst : BOrder::DeepestFirst;
+    o.b_order = static_cast<BOrder>(rng() % 3);
     if (rng() % 3 == 0) {
       o.jitter = 1 + static_cast<int>(rng() % 8);
       o.jitter_seed = rng();

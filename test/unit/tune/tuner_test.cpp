@@ -41,7 +41,6 @@ TuneOptions quick(std::int64_t evaluations, int threads = 2) {
   o.time_budget_s = 600;
   o.max_evaluations = evaluations;
   o.threads = threads;
-  o.quiet = true;
   return o;
 }
 

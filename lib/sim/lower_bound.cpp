@@ -1,0 +1,388 @@
+#include "sim/lower_bound.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.hpp"
+#include "sim/packing.hpp"
+
+namespace octo {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+LowerBound finish(std::vector<BoundTerm> terms, int devices) {
+  LowerBound b;
+  b.terms = std::move(terms);
+  b.devices = devices;
+  for (const BoundTerm& t : b.terms)
+    if (t.ms > b.ms || b.binding.empty()) {
+      b.ms = std::max(b.ms, t.ms);
+      b.binding = t.name;
+    }
+  return b;
+}
+
+/// The per-layer numbers of the any-plan bound, with prefix and suffix sums.
+struct Layers {
+  int n = 0;
+  std::vector<double> f, b, w;
+  std::vector<double> f_before, b_before, b_from;  ///< Σ over layers < i, < i, >= i
+  std::vector<double> cross;     ///< cross[l]: cheapest transfer of layer l's output between two devices
+  std::vector<double> cheapest;  ///< cheapest[j]: Σ of the j cheapest cross[] (distinct boundaries)
+
+  explicit Layers(const SimInput& in) : n(static_cast<int>(in.stages.size())) {
+    const auto N = static_cast<std::size_t>(n);
+    f.resize(N);
+    b.resize(N);
+    w.resize(N);
+    for (std::size_t l = 0; l < N; ++l) {
+      f[l] = in.stages[l].f_ms;
+      b[l] = in.stages[l].b_ms;
+      w[l] = in.stages[l].w_ms;
+    }
+    f_before.assign(N + 1, 0.0);
+    b_before.assign(N + 1, 0.0);
+    b_from.assign(N + 1, 0.0);
+    for (std::size_t l = 0; l < N; ++l) {
+      f_before[l + 1] = f_before[l] + f[l];
+      b_before[l + 1] = b_before[l] + b[l];
+    }
+    for (std::size_t l = N; l-- > 0;) b_from[l] = b_from[l + 1] + b[l];
+    cross.assign(N > 0 ? N - 1 : 0, kInf);
+    for (std::size_t l = 0; l + 1 < N; ++l)
+      for (int a = 0; a < in.devices; ++a)
+        for (int c = 0; c < in.devices; ++c)
+          if (a != c) cross[l] = std::min(cross[l], in.transfer_ms(a, c, in.stages[l].out_bytes));
+    std::vector<double> sorted = cross;
+    std::sort(sorted.begin(), sorted.end());
+    cheapest.assign(sorted.size() + 1, 0.0);
+    for (std::size_t j = 0; j < sorted.size(); ++j) cheapest[j + 1] = cheapest[j] + sorted[j];
+  }
+};
+
+/// The smallest T for which `items` are not proven unpackable into bins of room T − offsets[j].
+/// A bin with an infinite offset can never take anything and is left out.
+double packing_bound(const std::vector<double>& items, std::vector<double> offsets) {
+  std::erase_if(offsets, [](double o) { return !std::isfinite(o); });
+  if (offsets.empty()) return kInf;
+  double volume = 0, largest = 0;
+  for (double x : items) {
+    volume += x;
+    largest = std::max(largest, x);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  // Water level: the smallest T with Σ max(0, T − offset) >= volume.
+  double level = offsets.front() + volume, sum = 0;
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    sum += offsets[i];
+    const double t = (volume + sum) / static_cast<double>(i + 1);
+    if (i + 1 == offsets.size() || t <= offsets[i + 1]) {
+      level = t;
+      break;
+    }
+  }
+  const double offset_min = offsets.front();
+  // Below `lo` the volume or the largest item already fails; at `hi` one bin takes everything.
+  const double lo = std::max(level, largest + offset_min);
+  // The search for a packing proves little above a few per cent over the volume bound, and each
+  // step costs a depth-first search: stop there (any returned value stays a proven bound).
+  const double hi = std::min(std::max(lo, volume + offset_min), lo * 1.05) * (1 + 1e-9) + 1e-9;
+  return min_packable_time(items, offsets, lo, hi);
+}
+
+/// Each layer's share of the ops (its F, B and W portions) can start no earlier than the chain in
+/// front of it and must leave the chain behind it: F of layer l after Σ f of the layers before it
+/// and before the rest of the forward, the whole backward and W of layer 0; B of l after the whole
+/// forward and the B of the layers after it, and before the B of the layers before it and W of
+/// layer 0; W of l after its B. A device's work released at or after r with a tail of at least q
+/// runs within [r, T − q], and a layer's portions are on one device, so for every threshold the
+/// layers' qualifying work packs into k bins of T − r − q. Thresholds: every job's release, every
+/// job's tail, every job's own (release, tail), and per layer (release of its F, tail of its B).
+double layer_windows(const Layers& L, double m, int k, double lo) {
+  struct Job {
+    double r, p, q;
+  };
+  const auto n = static_cast<std::size_t>(L.n);
+  const double f_all = L.f_before.back(), b_all = L.b_before.back();
+  std::vector<Job> jobs;  // 3 per layer: F, B, W
+  for (std::size_t l = 0; l < n; ++l) {
+    jobs.push_back({L.f_before[l], m * L.f[l], f_all - L.f_before[l + 1] + b_all + L.w[0]});
+    jobs.push_back({f_all + L.b_from[l + 1], m * L.b[l], L.b_before[l] + L.w[0]});
+    jobs.push_back({f_all + L.b_from[l], m * L.w[l], 0.0});
+  }
+  std::vector<std::pair<double, double>> cuts;  // (r, q)
+  double total = 0, r_max = 0, q_max = 0;
+  for (const Job& j : jobs) {
+    cuts.emplace_back(j.r, 0.0);
+    cuts.emplace_back(0.0, j.q);
+    cuts.emplace_back(j.r, j.q);
+    total += j.p;
+    r_max = std::max(r_max, j.r);
+    q_max = std::max(q_max, j.q);
+  }
+  for (std::size_t l = 0; l < n; ++l) cuts.emplace_back(jobs[3 * l].r, jobs[3 * l + 1].q);  // F and B of l
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  // Every threshold's volume and largest item give a bound directly; the packing search runs for
+  // the 16 thresholds with the largest of those bounds, the most binding first.
+  std::vector<double> items(n), caps(static_cast<std::size_t>(k));
+  auto fill = [&](double r, double q) {
+    double volume = 0, largest = 0;
+    for (std::size_t l = 0; l < n; ++l) {
+      items[l] = 0;
+      for (std::size_t x = 3 * l; x < 3 * l + 3; ++x)
+        if (jobs[x].r >= r && jobs[x].q >= q) items[l] += jobs[x].p;
+      volume += items[l];
+      largest = std::max(largest, items[l]);
+    }
+    return r + q + std::max(volume / k, largest);
+  };
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t c = 0; c < cuts.size(); ++c) {
+    const double direct = fill(cuts[c].first, cuts[c].second);
+    lo = std::max(lo, direct);
+    order.emplace_back(-direct, c);
+  }
+  std::sort(order.begin(), order.end());
+  if (order.size() > 16) order.resize(16);
+  auto infeasible = [&](double t) {
+    for (const auto& [neg, c] : order) {
+      const auto [r, q] = cuts[c];
+      fill(r, q);
+      std::fill(caps.begin(), caps.end(), t - r - q);
+      if (pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), 2000) == Packing::Infeasible)
+        return true;
+    }
+    return false;
+  };
+  return largest_infeasible(lo, std::min(total + r_max + q_max, lo * 1.05) + 1e-9, infeasible);
+}
+
+}  // namespace
+
+Plan layer_plan(const Plan& plan) {
+  Plan p;
+  p.model_yaml = plan.model_yaml;
+  p.cluster_yaml = plan.cluster_yaml;
+  p.costs_yaml = plan.costs_yaml;
+  p.model_source = plan.model_source;
+  p.cluster_source = plan.cluster_source;
+  p.costs_source = plan.costs_source;
+  p.devices = plan.devices;
+  p.tp = plan.tp;
+  p.dp = plan.dp;
+  p.microbatches = plan.microbatches;
+  p.micro_batch = plan.micro_batch;
+  p.seq = plan.seq;
+  int layers = 0;
+  for (const Stage& s : plan.stages) layers = std::max(layers, static_cast<int>(s.end_layer));
+  p.programs.assign(static_cast<std::size_t>(std::max(plan.devices, 0)), {});
+  for (int l = 0; l < layers; ++l) p.stages.push_back(Stage{l, l + 1, 0, false});
+  return p;
+}
+
+LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
+  const Layers L(in);
+  if (L.n < 1) fail("lower bound: the model has no layers");
+  if (in.devices < 1) fail("lower bound: {} devices (expected at least 1)", in.devices);
+  if (microbatches < 1) fail("lower bound: {} micro-batches (expected at least 1)", microbatches);
+  const double m = microbatches;
+  const double o = in.op_overhead_ms;
+  const int n = L.n;
+  double total = 0;
+  std::vector<double> all(static_cast<std::size_t>(n)), fb(static_cast<std::size_t>(n)),
+      bw(static_cast<std::size_t>(n));
+  for (std::size_t l = 0; l < all.size(); ++l) {
+    all[l] = m * (L.f[l] + L.b[l] + L.w[l]);
+    fb[l] = m * (L.f[l] + L.b[l]);
+    bw[l] = m * (L.b[l] + L.w[l]);
+    total += L.f[l] + L.b[l] + L.w[l];
+  }
+  // Device d's first layer a > 0: its first op waits for the forward of layers < a, one op
+  // overhead and one transfer into d; after its last backward, the backward of layers < a, one op,
+  // one transfer and the weight gradient of layer 0 still follow.
+  auto head = [&](int a) {
+    return L.f_before[static_cast<std::size_t>(a)] + o + L.cross[static_cast<std::size_t>(a) - 1];
+  };
+  auto tail = [&](int a) {
+    return L.b_before[static_cast<std::size_t>(a)] + L.w[0] + o + L.cross[static_cast<std::size_t>(a) - 1];
+  };
+
+  LowerBound best;
+  best.ms = kInf;
+  for (int k = std::min(in.devices, n); k >= 1; --k) {
+    // k devices hold stages: at least k stages, each with an F and a B (or BW) op per
+    // micro-batch, and a forward chain that crosses at least k − 1 distinct boundaries.
+    const double crossings = L.cheapest[static_cast<std::size_t>(std::min(k - 1, n - 1))];
+    const double work = m * (total / k + 2 * o);
+    const double path = L.f_before.back() + L.b_before.back() + L.w[0] + 2 * k * o + 2 * crossings;
+    if (std::max(work, path) >= best.ms) continue;  // cannot lower the minimum over k
+
+    // Rank j = 0..k−1 of the devices by first layer: rank 0 holds layer 0, rank j's first layer
+    // lies in [j, n − k + j]. Rank j by last layer (descending): rank 0 holds the last layer, rank j's
+    // highest stage ends in [k − j, n − j].
+    std::vector<double> zero(static_cast<std::size_t>(k), m * 2 * o), warm(zero), warm_cool(zero),
+        first_backward(static_cast<std::size_t>(k), m * o);
+    for (int j = 1; j < k; ++j) {
+      double h = kInf, hc = kInf;
+      for (int a = j; a <= n - k + j; ++a) {
+        h = std::min(h, head(a));
+        hc = std::min(hc, head(a) + tail(a));
+      }
+      warm[static_cast<std::size_t>(j)] += h;
+      warm_cool[static_cast<std::size_t>(j)] += hc;
+    }
+    for (int j = 0; j < k; ++j) {
+      double first_b = kInf;
+      for (int e = j == 0 ? n : std::max(k - j, 1); e <= n - j; ++e) {
+        double t = L.f_before.back() + L.b_from[static_cast<std::size_t>(e)] + k * o + crossings;
+        if (e < n) t += o + L.cross[static_cast<std::size_t>(e) - 1];
+        first_b = std::min(first_b, t);
+      }
+      first_backward[static_cast<std::size_t>(j)] += first_b;
+    }
+    std::vector<BoundTerm> terms{{"work", work}, {"critical_path", path}};
+    terms.push_back({"granularity", packing_bound(all, zero)});
+    terms.push_back({"warm_up", packing_bound(all, warm)});
+    terms.push_back({"warm_up_cool_down", packing_bound(fb, warm_cool)});
+    terms.push_back({"first_backward", packing_bound(bw, first_backward)});
+    terms.push_back({"layer_windows", layer_windows(L, m, k, work)});
+    LowerBound lb = finish(std::move(terms), k);
+    if (lb.ms < best.ms) best = std::move(lb);
+  }
+  return best;
+}
+
+LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatches, const SimInput& in) {
+  const int S = static_cast<int>(stages.size());
+  if (S < 1) fail("lower bound: a plan without stages");
+  if (static_cast<int>(in.stages.size()) != S)
+    fail("lower bound: costs for {} stages, the plan has {}", in.stages.size(), S);
+  if (microbatches < 1) fail("lower bound: {} micro-batches (expected at least 1)", microbatches);
+  const double m = microbatches;
+  const double o = in.op_overhead_ms;
+  const auto N = static_cast<std::size_t>(S);
+  auto dev = [&](int s) { return stages[static_cast<std::size_t>(s)].device; };
+  std::vector<double> F(N), B(N), W(N), R(N), xa(N, 0.0), xg(N, 0.0);
+  for (std::size_t s = 0; s < N; ++s) {
+    const StageCost& c = in.stages[s];
+    F[s] = o + c.f_ms;
+    B[s] = o + c.b_ms;  // a fused BW is B + W: its W part is the W job below
+    W[s] = c.w_ms;      // without the overhead a split W op adds
+    R[s] = stages[s].recompute ? o + c.r_ms : 0.0;
+    if (s + 1 < N && dev(static_cast<int>(s)) != dev(static_cast<int>(s) + 1)) {
+      xa[s] = in.transfer_ms(dev(static_cast<int>(s)), dev(static_cast<int>(s) + 1), c.out_bytes);
+      xg[s] = in.transfer_ms(dev(static_cast<int>(s) + 1), dev(static_cast<int>(s)), c.out_bytes);
+    }
+  }
+  // Longest paths through one micro-batch's ops: release r (before the op can start) and tail q
+  // (after it ends, until the last op of the micro-batch ends).
+  std::vector<double> rF(N), rR(N), rB(N), qF(N), qR(N), qB(N);
+  for (std::size_t s = 0; s < N; ++s) {
+    rF[s] = s > 0 ? rF[s - 1] + F[s - 1] + xa[s - 1] : 0.0;
+    rR[s] = rF[s] + F[s];
+  }
+  for (std::size_t s = N; s-- > 0;) {
+    rB[s] = std::max(rF[s] + F[s], rR[s] + R[s]);
+    if (s + 1 < N) rB[s] = std::max(rB[s], rB[s + 1] + B[s + 1] + xg[s]);
+  }
+  for (std::size_t s = 0; s < N; ++s) {
+    qB[s] = W[s];
+    if (s > 0) qB[s] = std::max(qB[s], xg[s - 1] + B[s - 1] + qB[s - 1]);
+    qR[s] = B[s] + qB[s];
+  }
+  for (std::size_t s = N; s-- > 0;) {
+    qF[s] = std::max(B[s] + qB[s], stages[s].recompute ? R[s] + qR[s] : 0.0);
+    if (s + 1 < N) qF[s] = std::max(qF[s], xa[s] + F[s + 1] + qF[s + 1]);
+  }
+  const double path = F[0] + qF[0];
+
+  // One machine per device: its ops (each kind of each stage: m ops with one window) fit between
+  // releases and tails, so for any release r and tail q, r + q + the work of the ops released at
+  // or after r with a tail of at least q is a bound.
+  struct Job {
+    double r, p, q;
+  };
+  double busiest = 0;
+  int busiest_device = -1;
+  double worst_work = 0;
+  for (int d = 0; d < in.devices; ++d) {
+    std::vector<Job> jobs;
+    for (std::size_t s = 0; s < N; ++s) {
+      if (dev(static_cast<int>(s)) != d) continue;
+      jobs.push_back({rF[s], m * F[s], qF[s]});
+      if (stages[s].recompute) jobs.push_back({rR[s], m * R[s], qR[s]});
+      jobs.push_back({rB[s], m * B[s], qB[s]});
+      if (W[s] > 0) jobs.push_back({rB[s] + B[s], m * W[s], 0.0});
+    }
+    if (jobs.empty()) continue;
+    double work = 0;
+    for (const Job& j : jobs) work += j.p;
+    worst_work = std::max(worst_work, work);
+    std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.q > b.q; });
+    double device = 0;
+    for (const Job& cut : jobs) {
+      double acc = 0;
+      for (const Job& j : jobs) {
+        if (j.r < cut.r) continue;
+        acc += j.p;
+        device = std::max(device, cut.r + j.q + acc);
+      }
+    }
+    if (device > busiest) {
+      busiest = device;
+      busiest_device = d;
+    }
+  }
+  LowerBound lb = finish({{"critical_path", path}, {"device_work", worst_work}, {"device_windows", busiest}},
+                         busiest_device);
+  return lb;
+}
+
+PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers) {
+  PlanBounds b;
+  b.any_plan = any_plan_lower_bound(layers, plan.microbatches);
+  b.structure = structure_lower_bound(plan.stages, plan.microbatches, in);
+  return b;
+}
+
+PlanBounds plan_bounds(const Plan& plan, const PlannerInputs& inputs) {
+  return plan_bounds(plan, make_sim_input(plan, inputs), make_sim_input(layer_plan(plan), inputs));
+}
+
+PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib) {
+  return plan_bounds(plan, make_sim_input(plan, memory_limit_gib),
+                     make_sim_input(layer_plan(plan), memory_limit_gib));
+}
+
+void add_lower_bounds(Prediction& prediction, const PlanBounds& bounds) {
+  const double t = prediction.iteration_time_ms;
+  auto gap = [t](double bound) { return bound > 0 ? t / bound - 1.0 : 0.0; };
+  auto derivation = [](const LowerBound& b) {
+    BoundDerivation d;
+    d.binding = b.binding;
+    d.devices = b.devices;
+    for (const BoundTerm& term : b.terms) d.terms[term.name] = term.ms;
+    return d;
+  };
+  prediction.lower_bound_ms = bounds.any_plan.ms;
+  prediction.gap = gap(bounds.any_plan.ms);
+  prediction.structure_lower_bound_ms = bounds.structure.ms;
+  prediction.structure_gap = gap(bounds.structure.ms);
+  prediction.lower_bound = LowerBoundDerivations{derivation(bounds.any_plan), derivation(bounds.structure)};
+}
+
+std::string describe_lower_bounds(const Prediction& p) {
+  if (!p.lower_bound_ms) return {};
+  return fmt::format(
+      "lower bound {:.1f} ms ({}), gap {:.1f} %; for this partition and placement {:.1f} ms, gap {:.1f} %",
+      *p.lower_bound_ms, p.lower_bound ? p.lower_bound->any_plan.binding : std::string("?"),
+      100.0 * p.gap.value_or(0.0), p.structure_lower_bound_ms.value_or(0.0),
+      100.0 * p.structure_gap.value_or(0.0));
+}
+
+}  // namespace octo

@@ -1,0 +1,81 @@
+#pragma once
+/// Proven lower bounds on the iteration time (the simulated makespan), so that every prediction
+/// says how far it is from the best possible plan (README "Lower bounds" has the derivation).
+///
+/// - any_plan_lower_bound: no plan of these inputs — any partition into contiguous stages, any
+///   stage → device map (devices may hold many stages, or none), any op order, fused or split
+///   backward, with or without recompute — runs faster. It is the largest of: total work over the
+///   devices; the critical path of one micro-batch; the layer granularity (layers are indivisible,
+///   so the busiest device carries the best possible packing of whole layers); the warm-up before
+///   a device's first forward and the cool-down after its last backward, packed together with the
+///   granularity; the wait for the first backward to reach a device. It is taken at the number of
+///   devices actually used that minimises it, so it also holds for plans that leave devices empty.
+/// - structure_lower_bound: no schedule of one partition + placement + recompute choice runs
+///   faster: the critical path of one micro-batch, and per device a one-machine relaxation of its
+///   ops with release times (longest path to them) and tails (longest path after them).
+///
+/// Both ignore memory (a limit only removes plans) and link contention (transfers only delay), so
+/// they may be loose, never wrong; test/unit/sim/bound_test.cpp checks them against many plans.
+
+#include <string>
+#include <vector>
+
+#include "plan/plan.hpp"
+#include "sim/sim_input.hpp"
+
+namespace octo {
+
+/// One argument of a bound and the time it proves.
+struct BoundTerm {
+  std::string name;  ///< "work", "granularity", "critical_path", "warm_up", ...
+  double ms = 0;
+};
+
+struct LowerBound {
+  double ms = 0;                 ///< the largest term
+  std::string binding;           ///< the name of the largest term
+  std::vector<BoundTerm> terms;  ///< every term computed
+  /// any_plan_lower_bound: the used-device count the bound is taken at (the minimum over counts);
+  /// structure_lower_bound: the device whose one-machine bound is the largest (-1: the path).
+  int devices = 0;
+};
+
+/// The per-layer view of a plan's inputs: a copy of `plan` with one single-layer stage per model
+/// layer (all on device 0, no programs). make_sim_input of it gives the per-layer costs and the
+/// link matrix that any_plan_lower_bound reads. The layer count is the end of the last stage.
+[[nodiscard]] Plan layer_plan(const Plan& plan);
+
+/// The bound over every plan with `layers.devices` pipeline devices and `microbatches`
+/// micro-batches. `layers.stages` holds one entry per model layer (see layer_plan); links,
+/// op overhead and devices come from `layers` too. Throws octo::Error for an empty model.
+[[nodiscard]] LowerBound any_plan_lower_bound(const SimInput& layers, int microbatches);
+
+/// The bound over every schedule of `stages` (partition, placement, recompute flags) with costs
+/// `in` (in.stages: one per stage) and `microbatches` micro-batches.
+[[nodiscard]] LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatches,
+                                               const SimInput& in);
+
+/// Both bounds of one plan.
+struct PlanBounds {
+  LowerBound any_plan;
+  LowerBound structure;
+};
+
+/// The bounds of `plan`: `in` is its simulator input, `layers` the one of layer_plan(plan).
+[[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers);
+/// Same, with both inputs built from loaded planner inputs (make_sim_input).
+[[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const PlannerInputs& inputs);
+/// Same, from the inputs embedded in the plan; `memory_limit_gib` as in make_sim_input.
+[[nodiscard]] PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib = 0);
+
+/// Sets the bound figures of a prediction (Plan::predicted, and through to_json the --report JSON
+/// of simulate / check): lower_bound_ms, gap (= iteration_time_ms / lower_bound_ms − 1),
+/// structure_lower_bound_ms, structure_gap and the derivations of both bounds. Reads
+/// iteration_time_ms from `prediction`.
+void add_lower_bounds(Prediction& prediction, const PlanBounds& bounds);
+
+/// "lower bound 123.4 ms (gap 2.1 %; this partition and placement: 120.0 ms, 3.5 %)", or empty when the
+/// prediction has no bound.
+[[nodiscard]] std::string describe_lower_bounds(const Prediction& prediction);
+
+}  // namespace octo

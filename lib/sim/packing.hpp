@@ -1,0 +1,41 @@
+#pragma once
+/// Proving that items cannot be packed into bins, the combinatorial core of the lower bound
+/// (sim/lower_bound.hpp): layers are indivisible, so the work of the layers a device holds is a
+/// bin whose capacity is what the device can run in the iteration time being tested.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace octo {
+
+/// What packing_infeasible found out.
+enum class Packing : std::uint8_t {
+  Infeasible,  ///< proven: no assignment of the items to the bins respects every capacity
+  Feasible,    ///< an assignment was found
+  Unknown,     ///< the search hit its node limit before deciding (callers treat it as feasible)
+};
+
+/// Can every item (a size >= 0) be assigned to one bin so that no bin's items sum to more than
+/// its capacity (+ `slack`)? Checks the volume and counting conditions first (for each item size
+/// s, the items of size >= s cannot exceed Σ floor(capacity / s)), then searches assignments
+/// depth-first, largest item first, with the usual symmetry cuts (bins of equal remaining room are
+/// interchangeable; identical items go to bins in non-decreasing order), for at most `node_limit`
+/// nodes. Bins with negative capacity take nothing.
+[[nodiscard]] Packing pack_items(std::span<const double> items, std::span<const double> capacities,
+                                 double slack, std::int64_t node_limit = 20000);
+
+/// Bisection for a lower bound: the largest t in [lo, hi] (to a relative precision of about 1e-7)
+/// for which `infeasible(t)` was proven, assuming infeasibility is monotone (true below some
+/// threshold, false above). Returns lo when lo is not infeasible; `hi` must not be infeasible.
+[[nodiscard]] double largest_infeasible(double lo, double hi, const std::function<bool(double)>& infeasible);
+
+/// The smallest T in [lo, hi] (to a relative precision of about 1e-7) for which the items are not
+/// proven unpackable into bins of capacity T − offset[j]: a number that is <= the true smallest
+/// feasible T, i.e. a valid lower bound. `hi` must be feasible (e.g. every item fits in one bin);
+/// returns lo when lo is not proven infeasible.
+[[nodiscard]] double min_packable_time(std::span<const double> items, std::span<const double> offsets,
+                                       double lo, double hi);
+
+}  // namespace octo

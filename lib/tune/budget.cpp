@@ -1,0 +1,58 @@
+#include "tune/budget.hpp"
+
+#include <limits>
+
+namespace octo {
+
+Budget::Budget(const TuneOptions& options, int threads, Clock::time_point start)
+    : start_(start),
+      work_budget_(options.time_budget_s * kUnitsPerSecondPerThread * threads),
+      wall_cap_s_(options.wall_cap_s > 0 ? options.wall_cap_s : options.time_budget_s * kWallCapFactor),
+      max_evaluations_(options.max_evaluations),
+      stop_(options.stop) {}
+
+void Budget::charge(const Evaluation& e, std::int64_t ops, bool listed) {
+  const bool counted = e.ok || e.pruned || !e.problem.empty();
+  if (!counted) return;  // not evaluated (past a limit)
+  ++evaluations_;
+  const auto units = static_cast<double>(ops);
+  if (e.ok)
+    work_units_ += listed ? 3 * units : 2 * units;
+  else if (e.pruned && e.makespan_ms <= e.structure_bound_ms)
+    work_units_ += 0.05 * units;  // by its bound
+  else
+    work_units_ += units;
+  if (!e.ok && !e.problem.empty()) ++infeasible_;
+  if (e.pruned) ++pruned_;
+}
+
+bool Budget::stopped() {
+  if (!stopped_by_.empty()) return true;
+  if (interrupted())
+    stop("interrupted");
+  else if (max_evaluations_ > 0 && evaluations_ >= max_evaluations_)
+    stop("evaluation limit");
+  else if (work_units_ >= work_budget_)
+    stop("work budget");
+  else if (past_wall_cap())
+    stop("wall-clock cap");
+  return !stopped_by_.empty();
+}
+
+void Budget::stop(std::string_view reason) {
+  if (stopped_by_.empty()) stopped_by_ = reason;
+}
+
+std::int64_t Budget::evaluations_left() const {
+  if (max_evaluations_ <= 0) return std::numeric_limits<std::int64_t>::max();
+  return max_evaluations_ > evaluations_ ? max_evaluations_ - evaluations_ : 0;
+}
+
+void Budget::add_to(TuneStats& stats) const {
+  stats.evaluations = evaluations_;
+  stats.infeasible = infeasible_;
+  stats.pruned = pruned_;
+  stats.work_units = work_units_;
+}
+
+}  // namespace octo

@@ -1,0 +1,62 @@
+#pragma once
+/// When the search stops (TuneOptions): a deterministic work budget in op-units
+/// (time_budget_s × threads × kUnitsPerSecondPerThread), an optional evaluation limit, a
+/// wall-clock cap for machines slower than the reference one, or a reason the search gives itself
+/// ("converged", "reached the lower bound"), or an interrupt (TuneOptions::stop: SIGINT,
+/// SIGTERM). It also keeps the effort counters of TuneStats.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tune/candidate.hpp"
+#include "tune/tuner.hpp"
+
+namespace octo {
+
+class Budget {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Budget(const TuneOptions& options, int threads, Clock::time_point start);
+
+  /// Records the evaluation `e` of a candidate with `ops` compute ops. Effort in op-units, a
+  /// deterministic measure: list scheduling costs about one unit per op, lowering and simulating
+  /// about two more; a candidate pruned by its structure bound almost nothing.
+  void charge(const Evaluation& e, std::int64_t ops, bool listed);
+
+  /// True once a limit is reached or stop() was called; the first reason sticks.
+  [[nodiscard]] bool stopped();
+  void stop(std::string_view reason);
+  /// Clears the reason, for a second search under another memory limit (the effort adds up).
+  void resume() { stopped_by_.clear(); }
+  [[nodiscard]] const std::string& stopped_by() const { return stopped_by_; }
+
+  [[nodiscard]] double elapsed_s() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+  /// Past the wall-clock cap (safe to call from the worker threads).
+  [[nodiscard]] bool past_wall_cap() const { return elapsed_s() >= wall_cap_s_; }
+  /// TuneOptions::stop is raised (safe to call from the worker threads).
+  [[nodiscard]] bool interrupted() const { return stop_ && stop_->load(); }
+  [[nodiscard]] double wall_cap_s() const { return wall_cap_s_; }
+  [[nodiscard]] std::int64_t evaluations() const { return evaluations_; }
+  /// Evaluations the evaluation limit still allows.
+  [[nodiscard]] std::int64_t evaluations_left() const;
+
+  /// Writes the counters (evaluations, infeasible, pruned, work units) into `stats`.
+  void add_to(TuneStats& stats) const;
+
+ private:
+  Clock::time_point start_;
+  double work_budget_ = 0, wall_cap_s_ = 0;
+  std::int64_t max_evaluations_ = 0;
+  const std::atomic<bool>* stop_ = nullptr;
+  std::int64_t evaluations_ = 0, infeasible_ = 0, pruned_ = 0;
+  double work_units_ = 0;
+  std::string stopped_by_;
+};
+
+}  // namespace octo

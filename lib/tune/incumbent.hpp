@@ -1,0 +1,43 @@
+#pragma once
+/// The best plan the search has found, and what found it: a candidate replaces the incumbent only
+/// when it is better by more than rounding noise (fits memory first, then a shorter iteration).
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tune/candidate.hpp"
+
+namespace octo {
+
+/// A candidate with its evaluation.
+struct Scored {
+  Candidate c;
+  Evaluation e;
+};
+
+/// `a` is better than `b` by more than rounding noise: evaluated, then fits memory, then faster.
+[[nodiscard]] bool improves(const Evaluation& a, const Evaluation& b);
+
+class Incumbent {
+ public:
+  /// `sources`: the names of what may propose candidates (seeds, neighbourhoods, kicks), for the
+  /// accepted-step counts.
+  explicit Incumbent(std::vector<std::string> sources);
+
+  /// Keeps `s` when it improves on the best (the first evaluated candidate always does); counts an
+  /// accepted step for sources[source] unless it is the first. Returns whether it was kept.
+  bool offer(const Scored& s, int source);
+  [[nodiscard]] bool has() const { return has_; }
+  [[nodiscard]] const Scored& best() const { return best_; }
+  /// Forgets the best, for a search under another memory limit (the counts stay).
+  void reset() { has_ = false; }
+  [[nodiscard]] const std::vector<std::pair<std::string, int>>& accepted() const { return accepted_; }
+
+ private:
+  Scored best_;
+  bool has_ = false;
+  std::vector<std::pair<std::string, int>> accepted_;
+};
+
+}  // namespace octo

@@ -1,0 +1,25 @@
+#include "tune/progress.hpp"
+
+#include <string>
+
+namespace octo {
+
+void Progress::report(std::string_view step, bool force, const Evaluation* best, int rounds) {
+  if (!options_.progress) return;
+  const double now = budget_.elapsed_s();
+  if (!force && now - last_ < 1.0) return;
+  last_ = now;
+  TuneProgress p;
+  p.elapsed_s = now;
+  p.step = std::string(step);
+  p.round = rounds;
+  p.evaluations = budget_.evaluations();
+  if (best && best->ok) {
+    p.best_iteration_ms = best->makespan_ms;
+    p.best_bubble_ratio = best->bubble_ratio;
+    p.best_fits_memory = best->fits_memory;
+  }
+  options_.progress(p);
+}
+
+}  // namespace octo

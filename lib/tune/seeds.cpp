@@ -1,0 +1,320 @@
+#include "tune/seeds.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "sched/partition.hpp"
+#include "sched/schedule.hpp"
+#include "sim/lower_bound.hpp"
+#include "sim/sim_input.hpp"
+#include "tune/layout.hpp"
+
+namespace octo {
+namespace {
+
+ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order) {
+  ListScheduleOptions o;
+  o.split_bw = split;
+  o.memory = mem;
+  o.f_order = order;
+  return o;
+}
+
+Candidate candidate_of(const Structure& st) {
+  Candidate c;
+  c.ends = st.ends;
+  c.device = st.device;
+  c.recompute = st.recompute;
+  return c;
+}
+
+/// One stage per layer, stage s on device s mod p.
+std::vector<int> cyclic_map(int stages, int devices) {
+  std::vector<int> map(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) map[static_cast<std::size_t>(s)] = s % devices;
+  return map;
+}
+
+/// One stage per layer; the layers in order each go to the device with the least work so far among
+/// those not yet holding a layer while layers remain for them, so every device gets one.
+std::vector<int> greedy_map(std::span<const double> work, int devices) {
+  const int n = static_cast<int>(work.size());
+  std::vector<double> load(static_cast<std::size_t>(devices), 0.0);
+  std::vector<int> map(static_cast<std::size_t>(n));
+  int empty = devices;
+  for (int l = 0; l < n; ++l) {
+    const bool must_fill = n - l <= empty;
+    int best = -1;
+    for (int d = 0; d < devices; ++d) {
+      if (must_fill && load[static_cast<std::size_t>(d)] > 0) continue;
+      if (best < 0 || load[static_cast<std::size_t>(d)] < load[static_cast<std::size_t>(best)]) best = d;
+    }
+    if (load[static_cast<std::size_t>(best)] == 0) --empty;
+    load[static_cast<std::size_t>(best)] += std::max(work[static_cast<std::size_t>(l)], 1e-12);
+    map[static_cast<std::size_t>(l)] = best;
+  }
+  return map;
+}
+
+}  // namespace
+
+std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evaluator& ev,
+                                       std::span<const double> work) {
+  const int p = ev.devices(), m = ev.microbatches();
+  const int layers = static_cast<int>(work.size());
+  const double bpp = param_state_bytes(inputs.model.training.dtype, std::max(inputs.cluster.dp, 1));
+  std::vector<double> layer_static(static_cast<std::size_t>(layers)),
+      layer_f(static_cast<std::size_t>(layers));
+  double act = 0;
+  for (int l = 0; l < layers; ++l) {
+    const LayerCost& lc = inputs.costs.layers[static_cast<std::size_t>(l)];
+    layer_static[static_cast<std::size_t>(l)] = static_cast<double>(lc.params) * bpp;
+    layer_f[static_cast<std::size_t>(l)] = lc.f_ms + inputs.costs.op_overhead_ms;
+    act += static_cast<double>(lc.activation_bytes);
+  }
+  const double limit = ev.memory_limit_bytes();
+  const Warmup warm{layer_f, static_cast<double>(m)};
+  const StaticLimit one_mb{layer_static, limit - act / p};
+
+  struct Entry {
+    Structure st;
+    double overflow = 0;
+  };
+  // Score: static memory over a one-micro-batch cap first, then the structure bound.
+  auto score = [&](Entry& e) {
+    Candidate c = candidate_of(e.st);
+    const Plan skeleton = ev.skeleton(c);
+    const SimInput in = make_sim_input(skeleton, inputs);
+    e.st.bound_ms = structure_lower_bound(skeleton.stages, m, in).ms;
+    if (limit > 0 && one_mb.device_cap > 0) {
+      const std::vector<double> st = device_work(layer_static, e.st.ends, e.st.device, p);
+      for (double x : st) e.overflow += std::max(0.0, x - one_mb.device_cap);
+    }
+  };
+  auto ops = [&](int stages) { return static_cast<std::int64_t>(stages) * m * 3; };
+
+  std::vector<Structure> out;
+  std::vector<int> counts;
+  for (int k : {1, 2, 3, 4, 6, 8})
+    if (k * p <= layers) counts.push_back(k * p);
+  if (layers > p && std::find(counts.begin(), counts.end(), layers) == counts.end()) counts.push_back(layers);
+  for (const int S : counts) {
+    if (ops(S) > 400000) break;
+    const int k = S / p;
+    const bool per_layer = S == layers && S % p != 0;
+    std::vector<Entry> entries;
+    auto add = [&](std::vector<int> ends, const std::vector<int>& map) {
+      for (const Entry& e : entries)
+        if (e.st.ends == ends && e.st.device == map) return;
+      Entry e{{std::move(ends), map, std::vector<std::uint8_t>(map.size(), 0), 0}};
+      score(e);
+      entries.push_back(std::move(e));
+    };
+    std::vector<std::vector<int>> maps;
+    if (S == layers) {
+      std::vector<int> ends(static_cast<std::size_t>(S));
+      std::iota(ends.begin(), ends.end(), 1);
+      add(ends, cyclic_map(S, p));
+      add(ends, greedy_map(work, p));
+      if (per_layer) {
+        std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+          return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
+        });
+        for (Entry& e : entries) out.push_back(std::move(e.st));
+        continue;
+      }
+    }
+    if (k == 1)
+      maps.push_back(place_stages(Placement::Sequential, S, p));
+    else {
+      maps.push_back(wave_placement(S, p));
+      maps.push_back(place_stages(Placement::Interleaved, S, p));
+    }
+    for (std::size_t mi = 0; mi < maps.size(); ++mi) {
+      const std::vector<int>& map = maps[mi];
+      if (k > 1) add(min_max_split(work, S), map);
+      if (k > 1 && mi == 0)  // wave: shorter first stages shorten the warm-up
+        for (double ramp : {0.3, 0.6}) add(ramp_partition(work, map, p, ramp), map);
+      // Per-device balance: plain, warm-up aware, and under static caps leaving room for 1, 2
+      // or 4 micro-batches of activations when the plain split exceeds them.
+      std::vector<const StaticLimit*> limits{nullptr};
+      std::vector<StaticLimit> caps;
+      caps.reserve(3);
+      const std::vector<int> plain = balance_per_device(work, map, p);
+      if (limit > 0) {
+        const std::vector<double> stat = device_work(layer_static, plain, map, p);
+        for (double room : {1.0, 2.0, 4.0}) {
+          StaticLimit sl{layer_static, limit - room * act / p};
+          if (sl.device_cap > 0 && *std::max_element(stat.begin(), stat.end()) > sl.device_cap)
+            caps.push_back(sl);
+        }
+      }
+      for (const StaticLimit& c : caps) limits.push_back(&c);
+      // Re-placing stages for balance re-partitions once per trial map: small stage counts only.
+      const bool rebalance = k > 1 && k <= 4 && S <= 32;
+      for (const StaticLimit* lim : limits) {
+        for (const Warmup* w : {static_cast<const Warmup*>(nullptr), &warm}) {
+          const std::vector<int> ends = lim || w ? balance_per_device(work, map, p, 4, lim, w) : plain;
+          add(ends, map);
+          if (rebalance) {
+            const Layout l = rebalance_placement(work, Layout{ends, map}, p, lim, 6, w);
+            add(l.ends, l.device);
+          }
+        }
+      }
+    }
+    // The most promising few of this stage count.
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
+    });
+    const std::size_t keep = ops(S) <= 6000 ? 16 : 4;
+    for (std::size_t i = 0; i < entries.size() && i < keep; ++i) out.push_back(std::move(entries[i].st));
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> recompute_where_needed(const Structure& st, bool all, const PlannerInputs& inputs,
+                                                 const Evaluator& ev) {
+  std::vector<std::uint8_t> rc(st.device.size(), all ? 1 : 0);
+  if (all) return rc;
+  const Candidate c = candidate_of(st);
+  const Plan plan = ev.skeleton(c);
+  const SimInput in = make_sim_input(plan, inputs);
+  const ListScheduleProblem prob = ev.problem(c, in);
+  const double limit = ev.memory_limit_bytes();
+  for (int d = 0; d < ev.devices(); ++d) {
+    const double free = limit - static_cast<double>(in.static_bytes[static_cast<std::size_t>(d)]);
+    // Room for about two micro-batches keeps the pipeline busy; below that, recompute there.
+    if (limit > 0 && static_cast<double>(min_activation_cap(prob, d)) * 2 > free)
+      for (std::size_t s = 0; s < rc.size(); ++s)
+        if (st.device[s] == d) rc[s] = 1;
+  }
+  return rc;
+}
+
+std::vector<Candidate> preset_candidates(const std::vector<Structure>& structures,
+                                         const PlannerInputs& inputs, const Evaluator& ev,
+                                         std::vector<int>& owner) {
+  const ListScheduleOptions presets[] = {preset(true, MemoryMode::Reserve, FOrder::OldestFirst),
+                                         preset(true, MemoryMode::Greedy, FOrder::OldestFirst),
+                                         preset(false, MemoryMode::Reserve, FOrder::OldestFirst),
+                                         preset(false, MemoryMode::Greedy, FOrder::OldestFirst)};
+  std::vector<Structure> variants;
+  for (const Structure& st : structures) {
+    variants.push_back(st);
+    if (ev.memory_limit_bytes() > 0) {
+      Structure some = st;
+      some.recompute = recompute_where_needed(st, false, inputs, ev);
+      if (some.recompute != st.recompute) variants.push_back(some);
+      Structure every = st;
+      every.recompute = recompute_where_needed(st, true, inputs, ev);
+      variants.push_back(every);
+    }
+  }
+  std::vector<Candidate> out;
+  owner.clear();
+  const int p = ev.devices();
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    for (const ListScheduleOptions& o : presets) {
+      Candidate c = candidate_of(variants[v]);
+      c.schedule = o;
+      out.push_back(std::move(c));
+      owner.push_back(static_cast<int>(v));
+    }
+    // The registered schedules whose placement this structure has, as explicit op orders: written
+    // for their shape, they often beat list scheduling there (e.g. interleaved 1F1B, ZB-V).
+    const int S = static_cast<int>(variants[v].ends.size());
+    if (S % p != 0) continue;
+    ScheduleConfig config;
+    config.devices = p;
+    config.microbatches = ev.microbatches();
+    config.chunks = S / p;
+    config.stage_device = variants[v].device;
+    config.recompute.assign(variants[v].recompute.begin(), variants[v].recompute.end());
+    for (const Schedule* schedule : schedules()) {
+      if (!check_placement_shape(config, schedule->placement()).empty() ||
+          !schedule->unsupported(config).empty())
+        continue;
+      Candidate c = candidate_of(variants[v]);
+      try {
+        c.order = std::make_shared<Programs>(generate_schedule(*schedule, config));
+      } catch (const UnsupportedConfig&) {
+        continue;
+      }
+      c.order_name = std::string(schedule->name());
+      out.push_back(std::move(c));
+      owner.push_back(static_cast<int>(v));
+    }
+  }
+  return out;
+}
+
+std::vector<Candidate> option_grid(const Candidate& base, int devices) {
+  std::vector<Candidate> out;
+  for (bool split : {true, false})
+    for (FOrder f : {FOrder::OldestFirst, FOrder::DeepestFirst, FOrder::ShallowestFirst})
+      for (MemoryMode mem : {MemoryMode::Reserve, MemoryMode::Greedy})
+        for (int inflight : {0, devices})
+          for (BOrder bo : {BOrder::OldestFirst, BOrder::DeepestFirst}) {
+            Candidate c = base.without_order();
+            c.schedule = preset(split, mem, f);
+            c.schedule.max_inflight = inflight;
+            c.schedule.b_order = bo;
+            c.cap_scale = 1.0;
+            out.push_back(std::move(c));
+          }
+  // Megatron's interleaved order as priorities, for structures with several stages per device.
+  if (base.stages() > devices)
+    for (bool split : {true, false})
+      for (MemoryMode mem : {MemoryMode::Reserve, MemoryMode::Greedy}) {
+        Candidate c = base.without_order();
+        c.schedule = preset(split, mem, FOrder::Grouped);
+        c.schedule.b_order = BOrder::Grouped;
+        c.cap_scale = 1.0;
+        out.push_back(std::move(c));
+      }
+  return out;
+}
+
+std::vector<Scored> run_seeds(const PlannerInputs& inputs, const Evaluator& ev, std::span<const double> work,
+                              BatchEvaluator& batch, Budget& budget,
+                              const std::function<void(const Scored&)>& offer) {
+  std::vector<int> owner;
+  const std::vector<Candidate> a = preset_candidates(seed_structures(inputs, ev, work), inputs, ev, owner);
+  const std::vector<Evaluation> ea = batch.run(ev, a);
+  std::vector<Evaluation> best_of(owner.empty() ? 0 : static_cast<std::size_t>(owner.back()) + 1);
+  std::vector<Scored> all;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    offer({a[i], ea[i]});
+    Evaluation& b = best_of[static_cast<std::size_t>(owner[i])];
+    if (improves(ea[i], b)) b = ea[i];
+    if (ea[i].ok) all.push_back({a[i], ea[i]});
+  }
+  if (budget.stopped()) return {};
+  std::vector<std::size_t> variants(best_of.size());
+  std::iota(variants.begin(), variants.end(), 0);
+  std::stable_sort(variants.begin(), variants.end(),
+                   [&](std::size_t x, std::size_t y) { return improves(best_of[x], best_of[y]); });
+  std::vector<Candidate> b;
+  for (std::size_t v = 0; v < variants.size() && v < 4 && best_of[variants[v]].ok; ++v) {
+    const auto first = std::find(owner.begin(), owner.end(), static_cast<int>(variants[v])) - owner.begin();
+    const std::vector<Candidate> grid = option_grid(a[static_cast<std::size_t>(first)], ev.devices());
+    b.insert(b.end(), grid.begin(), grid.end());
+  }
+  const std::vector<Evaluation> eb = batch.run(ev, b);
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    offer({b[i], eb[i]});
+    if (eb[i].ok) all.push_back({b[i], eb[i]});
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Scored& x, const Scored& y) { return improves(x.e, y.e); });
+  std::vector<Scored> distinct;
+  for (Scored& s : all)
+    if (std::none_of(distinct.begin(), distinct.end(),
+                     [&](const Scored& d) { return d.c.ends == s.c.ends && d.c.device == s.c.device; }))
+      distinct.push_back(std::move(s));
+  return distinct;
+}
+
+}  // namespace octo

@@ -1,0 +1,58 @@
+#pragma once
+/// The search's starting points (DESIGN.md "Tuner" (1) and (2)): partitions and placements for
+/// S = k·p stages (k = 1, 2, 3, 4, 6, 8: sequential, interleaved and wave maps with per-device
+/// balanced partitions — plain, warm-up aware, under static memory caps, re-placed for balance —
+/// and warm-up ramps) and for one stage per layer (cyclic and greedily balanced maps), ranked by
+/// their structure bound (sim/lower_bound.hpp: no schedule of the structure is faster) after the
+/// static memory over the limit; then the list-scheduler settings the seeds start with.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "cost/inputs.hpp"
+#include "tune/batch.hpp"
+#include "tune/candidate.hpp"
+#include "tune/incumbent.hpp"
+
+namespace octo {
+
+/// A partition + placement + recompute choice.
+struct Structure {
+  std::vector<int> ends, device;
+  std::vector<std::uint8_t> recompute;
+  double bound_ms = 0;  ///< its structure bound (no recompute)
+};
+
+/// The most promising structures of every stage count, best first within each count.
+[[nodiscard]] std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evaluator& evaluator,
+                                                     std::span<const double> layer_work);
+
+/// Recompute flags for `st`: everywhere when `all`; else on the stages of the devices whose free
+/// memory under the evaluator's limit holds fewer than two micro-batches of activations.
+[[nodiscard]] std::vector<std::uint8_t> recompute_where_needed(const Structure& st, bool all,
+                                                               const PlannerInputs& inputs,
+                                                               const Evaluator& evaluator);
+
+/// Phase A of the seeds: every structure (with the recompute variants memory calls for) under four
+/// scheduler presets (split or fused backward, reserve or greedy admission), and as the explicit
+/// op order of every registered schedule (sched/schedule.hpp) written for its placement.
+/// `owner[i]` is the index of candidate i's variant.
+[[nodiscard]] std::vector<Candidate> preset_candidates(const std::vector<Structure>& structures,
+                                                       const PlannerInputs& inputs,
+                                                       const Evaluator& evaluator, std::vector<int>& owner);
+
+/// Phase B: the full grid of scheduler options (split, F order, admission, in-flight limit, B
+/// order) for one partition + placement + recompute choice.
+[[nodiscard]] std::vector<Candidate> option_grid(const Candidate& c, int devices);
+
+/// The seed phase: evaluates phase A (preset_candidates of seed_structures), then, unless the
+/// budget is spent, phase B (option_grid) for the best four variants of A, offering every
+/// evaluated seed to `offer`. Returns the evaluated seeds, best first, one per partition +
+/// placement (none when the budget ended after phase A).
+[[nodiscard]] std::vector<Scored> run_seeds(const PlannerInputs& inputs, const Evaluator& evaluator,
+                                            std::span<const double> layer_work, BatchEvaluator& batch,
+                                            Budget& budget, const std::function<void(const Scored&)>& offer);
+
+}  // namespace octo
