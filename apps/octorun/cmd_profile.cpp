@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "cost/profile_io.hpp"
+#include "exec/agree.hpp"
 #include "exec/profiler.hpp"
 #include "exec/train.hpp"
 #include "spec/loader.hpp"
@@ -59,14 +60,13 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  // 1 + the error's kind, so every rank exits with the code of a failing rank's error.
-  std::vector<float> failed{error.empty() ? 0.0f : 1.0f + static_cast<float>(kind)};
-  world.all_reduce(failed, octo::exec::ReduceOp::Max);
-  if (failed[0] > 0) {
+  // Every rank exits with the code of the lowest failing rank's error.
+  if (const auto failed =
+          octo::exec::agree_on_failure(world, error.empty() ? std::nullopt : std::optional(kind))) {
     if (printer)
       fmt::print(stderr, "octorun profile: error: {}\n",
                  error.empty() ? "set-up failed on another rank" : error);
-    return octo::code(octo::exit_code_of(static_cast<octo::ErrorKind>(static_cast<int>(failed[0]) - 1)));
+    return octo::code(octo::exit_code_of(failed->kind));
   }
 
   const auto progress = [](const std::string& line) {

@@ -6,9 +6,11 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "command.hpp"
+#include "core/exit_code.hpp"
 #include "exec/agree.hpp"
 #include "nn/tokenize.hpp"
 
@@ -22,7 +24,7 @@ struct TokenizeArgs {
 };
 
 int run(const TokenizeArgs& a, octo::exec::Comm& world) {
-  std::string error;
+  std::optional<octo::ErrorKind> failed;
   if (world.rank() == 0) {
     try {
       const auto type = a.dtype == "int32" ? octo::nn::TokenType::I32 : octo::nn::TokenType::U16;
@@ -30,12 +32,17 @@ int run(const TokenizeArgs& a, octo::exec::Comm& world) {
       fmt::print("wrote {}.bin ({} {} tokens) and {}.idx ({} documents): octorun PLAN --data {}\n", a.prefix,
                  s.tokens, octo::nn::to_string(s.type), a.prefix, s.documents, a.prefix);
       std::fflush(stdout);
+    } catch (const octo::Error& e) {
+      failed = e.kind();
+      fmt::print(stderr, "octorun tokenize: error: {}\n", e.what());
     } catch (const std::exception& e) {
-      error = e.what();
-      fmt::print(stderr, "octorun tokenize: error: {}\n", error);
+      failed = octo::ErrorKind::Runtime;
+      fmt::print(stderr, "octorun tokenize: error: {}\n", e.what());
     }
   }
-  return octo::exec::lowest_failing_rank(world, !error.empty()) >= 0 ? 2 : 0;
+  // Every rank exits with the code of rank 0's error (usage, input or output, not always 2).
+  const auto agreed = octo::exec::agree_on_failure(world, failed);
+  return agreed ? octo::code(octo::exit_code_of(agreed->kind)) : 0;
 }
 
 Runner setup(CLI::App& app) {

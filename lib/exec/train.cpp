@@ -167,12 +167,10 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     error = e.what();
     kind = kind_of(e);
   }
-  if (const int failed = lowest_failing_rank(world, !error.empty()); failed >= 0) {
-    // The lowest failing rank reports, and tells every rank the kind of its error.
-    float agreed = world.rank() == failed ? static_cast<float>(kind) : 0.0f;
-    world.all_reduce(std::span<float>(&agreed, 1), ReduceOp::Sum);
-    result.setup_failure = static_cast<ErrorKind>(static_cast<int>(agreed));
-    if (world.rank() == failed) result.error = error;
+  // The lowest failing rank reports; every rank gets the kind of its error.
+  if (const auto failed = agree_on_failure(world, error.empty() ? std::nullopt : std::optional(kind))) {
+    result.setup_failure = failed->kind;
+    if (world.rank() == failed->rank) result.error = error;
     return result;
   }
 
