@@ -35,14 +35,35 @@ struct Init {
   static Init mamba_dt_bias() { return {Kind::MambaDtBias, 0}; }
 };
 
+/// How a parameter is divided over its layer's tensor-parallel group (nn/group.hpp). Along
+/// dimension `dim` the full tensor is the concatenation of `segments` (a fused QKV or Mamba
+/// in_proj has several); a split segment is cut into T equal parts of which tensor rank r holds
+/// part r, a replicated segment is held whole by every rank (e.g. KV heads fewer than T); the
+/// rank's tensor is the concatenation, in order, of what it holds of each segment. dim < 0: the
+/// parameter is replicated over the group (every tensor rank holds all of it, with equal values
+/// and, once B has run, equal gradients).
+struct TpSplit {
+  struct Segment {
+    std::int64_t length = 0;  ///< along `dim`, in the full tensor
+    bool split = true;
+  };
+  int dim = -1;
+  std::vector<Segment> segments;
+  [[nodiscard]] bool replicated() const { return dim < 0; }
+};
+
 /// One named parameter tensor: a slice of its layer's flat value and gradient buffers.
 struct ParamInfo {
   std::string name;
-  std::vector<std::int64_t> shape;
-  std::size_t offset = 0;  ///< elements from the start of the flat buffers
+  std::vector<std::int64_t> shape;  ///< this rank's tensor (its shard under tensor parallelism)
+  std::size_t offset = 0;           ///< elements from the start of the flat buffers
   std::size_t size = 0;
   Init init;
   bool decay = true;  ///< AdamW weight decay applies (matrices); norms, biases, SSM scalars: no
+  TpSplit tp;         ///< replicated unless the layer was built for a tensor group of size > 1
+  /// A routed-expert parameter: held only by the expert-parallel rank that owns the expert, its
+  /// gradient reduced over the expert-data group instead of the data group (plan/rank_layout.hpp).
+  bool expert = false;
 };
 
 /// All parameters of one layer in two flat device buffers (values, gradients), so a runtime can

@@ -59,8 +59,10 @@ struct Plan {
   std::string model_source, cluster_source, costs_source;
 
   int devices = 1;  ///< pipeline devices (PP size)
-  int tp = 1;
-  int dp = 1;
+  int tp = 1;       ///< tensor-parallel size
+  int dp = 1;       ///< data-parallel size
+  int ep = 1;       ///< expert-parallel size (divides dp; plan/rank_layout.hpp)
+  int zero = 0;     ///< ZeRO stage: 0 all-reduce + whole optimizer per rank, 1 distributed optimizer
   int microbatches = 1;
   int micro_batch = 1;   ///< sequences per micro-batch
   std::int64_t seq = 0;  ///< tokens per sequence

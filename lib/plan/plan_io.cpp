@@ -116,7 +116,8 @@ json to_json(const Plan& plan) {
       {"generator", plan.generator},
       {"method", plan.method},
       {"inputs", inputs_to_json(plan)},
-      {"parallel", {{"devices", plan.devices}, {"tp", plan.tp}, {"dp", plan.dp}}},
+      {"parallel",
+       {{"devices", plan.devices}, {"tp", plan.tp}, {"dp", plan.dp}, {"ep", plan.ep}, {"zero", plan.zero}}},
       {"microbatches", plan.microbatches},
       {"micro_batch", plan.micro_batch},
       {"seq", plan.seq},
@@ -141,8 +142,9 @@ std::string plan_to_string(const Plan& plan) {
   out += fmt::format("    \"model\": {},\n", input(plan.model_source, plan.model_yaml));
   out += fmt::format("    \"cluster\": {},\n", input(plan.cluster_source, plan.cluster_yaml));
   out += fmt::format("    \"costs\": {}\n  }},\n", input(plan.costs_source, plan.costs_yaml));
-  out += fmt::format("  \"parallel\": {{\"devices\": {}, \"tp\": {}, \"dp\": {}}},\n", plan.devices, plan.tp,
-                     plan.dp);
+  out +=
+      fmt::format("  \"parallel\": {{\"devices\": {}, \"tp\": {}, \"dp\": {}, \"ep\": {}, \"zero\": {}}},\n",
+                  plan.devices, plan.tp, plan.dp, plan.ep, plan.zero);
   out += fmt::format("  \"microbatches\": {},\n  \"micro_batch\": {},\n  \"seq\": {},\n", plan.microbatches,
                      plan.micro_batch, plan.seq);
   out += "  \"stages\": [";
@@ -195,13 +197,18 @@ Plan plan_from_json(const json& j, const std::string& source) {
   if (const json* m = rd.optional(j, "method")) plan.method = rd.string(*m, "method");
   if (const json* inputs = rd.optional(j, "inputs")) inputs_from_json(rd, *inputs, "inputs", plan);
 
-  const json& parallel = rd.object(rd.required(j, "", "parallel"), "parallel", {"devices", "tp", "dp"});
+  const json& parallel =
+      rd.object(rd.required(j, "", "parallel"), "parallel", {"devices", "tp", "dp", "ep", "zero"});
   plan.devices =
       static_cast<int>(rd.integer(rd.required(parallel, "parallel", "devices"), "parallel.devices"));
   if (const json* tp = rd.optional(parallel, "tp"))
     plan.tp = static_cast<int>(rd.integer(*tp, "parallel.tp"));
   if (const json* dp = rd.optional(parallel, "dp"))
     plan.dp = static_cast<int>(rd.integer(*dp, "parallel.dp"));
+  if (const json* ep = rd.optional(parallel, "ep"))
+    plan.ep = static_cast<int>(rd.integer(*ep, "parallel.ep"));
+  if (const json* zero = rd.optional(parallel, "zero"))
+    plan.zero = static_cast<int>(rd.integer(*zero, "parallel.zero"));
   plan.microbatches = static_cast<int>(rd.integer(rd.required(j, "", "microbatches"), "microbatches"));
   if (const json* mb = rd.optional(j, "micro_batch"))
     plan.micro_batch = static_cast<int>(rd.integer(*mb, "micro_batch"));

@@ -6,7 +6,7 @@
 ///     "inputs": { "model":   {"source": "...", "yaml": "..."},
 ///                 "cluster": {"source": "...", "yaml": "..."},
 ///                 "costs":   {"source": "...", "yaml": "..."} },
-///     "parallel": {"devices": P, "tp": T, "dp": D},
+///     "parallel": {"devices": P, "tp": T, "dp": D, "ep": E, "zero": Z},   (plan/rank_layout.hpp)
 ///     "microbatches": M, "micro_batch": B, "seq": S,
 ///     "stages": [ {"layers": [first, end], "device": d, "recompute": false}, ... ],
 ///     "devices": [ {"device": 0, "ops": [
@@ -15,7 +15,7 @@
 ///     "allow_oversubscribed_memory": true,     (only when set)
 ///     "predicted": { ... } | null }            (plan/prediction.hpp)
 /// Op kinds: F B W BW R SEND RECV; tensor: "act" | "grad". Required keys: schema_version,
-/// parallel.devices, microbatches, stages, devices; the others default (tp = dp = micro_batch = 1,
+/// parallel.devices, microbatches, stages, devices; the others default (tp = dp = ep = micro_batch = 1, zero = 0,
 /// seq = 0, empty strings, allow_oversubscribed_memory = false, predicted = null). Unknown keys
 /// are errors. JSON values are read with core/json_reader.hpp (located errors).
 

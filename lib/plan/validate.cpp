@@ -84,6 +84,13 @@ class Validator {
     if (plan_.devices < 1) add("parallel.devices: {} (expected at least 1)", plan_.devices);
     if (plan_.tp < 1) add("parallel.tp: {} (expected at least 1)", plan_.tp);
     if (plan_.dp < 1) add("parallel.dp: {} (expected at least 1)", plan_.dp);
+    if (plan_.ep < 1)
+      add("parallel.ep: {} (expected at least 1)", plan_.ep);
+    else if (plan_.dp >= 1 && plan_.dp % plan_.ep != 0)
+      add("parallel.ep: {} does not divide parallel.dp {} (an expert group is ep consecutive data-parallel "
+          "ranks)",
+          plan_.ep, plan_.dp);
+    if (plan_.zero != 0 && plan_.zero != 1) add("parallel.zero: {} (expected 0 or 1)", plan_.zero);
     if (plan_.microbatches < 1) add("microbatches: {} (expected at least 1)", plan_.microbatches);
     if (plan_.micro_batch < 1) add("micro_batch: {} (expected at least 1)", plan_.micro_batch);
     if (plan_.seq < 0) add("seq: {} (expected at least 0)", plan_.seq);

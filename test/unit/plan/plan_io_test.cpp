@@ -32,6 +32,8 @@ Plan sample_plan(std::mt19937& rng) {
   plan.costs_yaml = "source: estimated\n";
   plan.tp = 2;
   plan.dp = 4;
+  plan.ep = 2;
+  plan.zero = 1;
   plan.micro_batch = 3;
   plan.seq = 8192;
   // Every figure of the prediction differs, so a field read into the wrong member shows up.

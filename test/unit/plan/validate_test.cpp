@@ -129,6 +129,24 @@ TEST_CASE("validation reports placement and same-device order", "[validate]") {
   }
 }
 
+TEST_CASE("validation reports parallel sizes that cannot be laid out", "[validate]") {
+  Plan plan = make_plan({2, 2}, {0, 1}, 2, 1);
+  plan.dp = 4;
+  plan.ep = 3;
+  plan.zero = 2;
+  ValidateOptions options;
+  options.comm = CommCheck::Forbidden;
+  const Problems problems = validate_plan(plan, options);
+  REQUIRE(problems.size() >= 2);
+  CHECK(
+      problems[0] ==
+      "parallel.ep: 3 does not divide parallel.dp 4 (an expert group is ep consecutive data-parallel ranks)");
+  CHECK(problems[1] == "parallel.zero: 2 (expected 0 or 1)");
+  plan.ep = 2;
+  plan.zero = 1;
+  CHECK(validate_plan(plan, options).size() == problems.size() - 2);  // (the ops are missing too)
+}
+
 TEST_CASE("validation reports stage problems", "[validate]") {
   Plan plan = make_plan({2, 2}, {0, 1}, 2, 1);
   plan.stages[1].first_layer = 3;
