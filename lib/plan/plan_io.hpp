@@ -15,9 +15,9 @@
 ///     "allow_oversubscribed_memory": true,     (only when set)
 ///     "predicted": { ... } | null }            (plan/prediction.hpp)
 /// Op kinds: F B W BW R SEND RECV; tensor: "act" | "grad". Required keys: schema_version,
-/// parallel.devices, microbatches, stages, devices; the others default (tp = dp = ep = micro_batch = 1, zero = 0,
-/// seq = 0, empty strings, allow_oversubscribed_memory = false, predicted = null). Unknown keys
-/// are errors. JSON values are read with core/json_reader.hpp (located errors).
+/// parallel.devices, microbatches, stages, devices; the others default (tp = dp = ep = micro_batch = 1, zero
+/// = 0, seq = 0, empty strings, allow_oversubscribed_memory = false, predicted = null). Unknown keys are
+/// errors. JSON values are read with core/json_reader.hpp (located errors).
 
 #include <nlohmann/json.hpp>
 #include <string>
