@@ -88,9 +88,10 @@ double packing_bound(const std::vector<double>& items, std::vector<double> offse
   const double offset_min = offsets.front();
   // Below `lo` the volume or the largest item already fails; at `hi` one bin takes everything.
   const double lo = std::max(level, largest + offset_min);
-  // The search for a packing proves little above a few per cent over the volume bound, and each
-  // step costs a depth-first search: stop there (any returned value stays a proven bound).
-  const double hi = std::min(std::max(lo, volume + offset_min), lo * 1.05) * (1 + 1e-9) + 1e-9;
+  // At `hi` one bin takes everything. The bound can lie far above `lo` when each bin takes a few
+  // large items (e.g. 26 equal layers on 8 devices: some device holds 4, not 3.25), so the search
+  // is not capped near lo (largest_infeasible gallops up from lo).
+  const double hi = std::max(lo, volume + offset_min) * (1 + 1e-9) + 1e-9;
   return min_packable_time(items, offsets, lo, hi);
 }
 
@@ -159,7 +160,7 @@ double layer_windows(const Layers& L, double m, int k, double lo) {
     }
     return false;
   };
-  return largest_infeasible(lo, std::min(total + r_max + q_max, lo * 1.05) + 1e-9, infeasible);
+  return largest_infeasible(lo, std::max(lo, total + r_max + q_max) + 1e-9, infeasible);
 }
 
 }  // namespace

@@ -92,6 +92,18 @@ Packing pack_items(std::span<const double> items, std::span<const double> capaci
 
 double largest_infeasible(double lo, double hi, const std::function<bool(double)>& infeasible) {
   if (!(hi > lo) || !infeasible(lo)) return lo;
+  // Gallop up from lo before bisecting: the answer is usually close to lo, but with coarse layers
+  // (a few large items per bin) it can lie far above it, so hi is what is surely feasible (e.g.
+  // one bin takes everything) and the doubling steps find the bracket in a few probes.
+  for (double step = std::max(1e-3 * std::abs(lo), 1e-6 * (hi - lo));; step *= 2) {
+    const double t = lo + step;
+    if (t >= hi) break;
+    if (!infeasible(t)) {
+      hi = t;
+      break;
+    }
+    lo = t;
+  }
   for (int iter = 0; iter < 64 && hi - lo > 1e-7 * std::max(1.0, hi); ++iter) {
     const double mid = 0.5 * (lo + hi);
     if (infeasible(mid))

@@ -28,7 +28,9 @@ enum class Packing : std::uint8_t {
 
 /// Bisection for a lower bound: the largest t in [lo, hi] (to a relative precision of about 1e-7)
 /// for which `infeasible(t)` was proven, assuming infeasibility is monotone (true below some
-/// threshold, false above). Returns lo when lo is not infeasible; `hi` must not be infeasible.
+/// threshold, false above). Returns lo when lo is not infeasible; `hi` must not be infeasible. It
+/// gallops up from lo (steps doubling from 0.1 % of lo) before bisecting, so a far `hi` (what is
+/// surely feasible) costs a few probes, not a search capped near lo.
 [[nodiscard]] double largest_infeasible(double lo, double hi, const std::function<bool(double)>& infeasible);
 
 /// The smallest T in [lo, hi] (to a relative precision of about 1e-7) for which the items are not

@@ -288,6 +288,26 @@ TEST_CASE("bounds of hand-derived cases", "[bound]") {
   }
 }
 
+TEST_CASE("coarse layers: the granularity is the pigeonhole count, far above the volume", "[bound]") {
+  // Seven equal layers (F = 1, B = 2, w = 0) on three devices, m = 4, free transfers: the volume
+  // gives 7 · 3 · 4 / 3 = 28, but some device holds at least three layers: 3 · 3 · 4 = 36. A
+  // search capped a few per cent above the volume bound could not prove it.
+  const SimInput in = make_input(3, std::vector<StageCost>(7, cost(1, 2, 0)));
+  const LowerBound a = any_plan_lower_bound(in, 4);
+  REQUIRE(a.terms[2].name == "granularity");
+  CHECK(a.terms[2].ms == Approx(36.0).epsilon(1e-6));
+  CHECK(a.ms >= 36.0 * (1 - 1e-6));
+  // 26 equal layers of F = 5 on 8 devices (the coarse MoE profile's shape), 10 micro-batches: a
+  // device holds 4 of them, 200, while the volume gives 162.5.
+  const std::vector<StageCost> moe(26, cost(5, 0, 0));
+  const LowerBound b = any_plan_lower_bound(make_input(8, moe), 10);
+  CHECK(b.devices == 8);
+  CHECK(b.terms[2].ms == Approx(200.0).epsilon(1e-6));
+  // The bisection gallops up from lo: the bracket [0, 1000] holds 20 for 10, 10, 10 in two bins.
+  CHECK(min_packable_time(std::vector<double>{10, 10, 10}, std::vector<double>{0, 0}, 0, 1000) ==
+        Approx(20.0).epsilon(1e-6));
+}
+
 TEST_CASE("packing agrees with brute force", "[bound][packing]") {
   std::mt19937 rng(7);
   for (int iter = 0; iter < 400; ++iter) {
