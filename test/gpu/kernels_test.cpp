@@ -311,6 +311,50 @@ TEST_CASE("cross-entropy forward and backward (dlogits may alias the logits)", "
   CHECK(t.diff(logits) <= 1e-6);
 }
 
+TEST_CASE("tensor-parallel pieces: split RMSNorm sums, the shard cross-entropy, masked rows, strided copy",
+          "[kernels]") {
+  Twin t(85);
+  const int rows = 13, dim = 70, vocab = 300, first = 100, count = 120, ld = 90;
+  const auto n = static_cast<std::size_t>(rows) * dim;
+  Pair x = t.rand(n), w = t.rand(dim), dy = t.rand(n), sq = t.fill(rows, kNaN), dot = t.fill(rows, kNaN),
+       y = t.fill(n, kNaN), rstd = t.fill(rows, kNaN), dx = t.fill(n, kNaN);
+  const auto nv = static_cast<std::size_t>(rows) * vocab;
+  Pair logits = t.rand(nv, -3, 3), mx = t.fill(rows, kNaN), se = t.fill(rows, kNaN), tl = t.fill(rows, kNaN),
+       lse = t.fill(rows, kNaN), loss = t.fill(1, kNaN), dl = t.fill(nv, kNaN);
+  IntPair targets = t.put(t.ints(rows, 0, 2 * vocab));  // some in this shard [first, first + vocab), most not
+  Pair table = t.rand(static_cast<std::size_t>(count) * dim), g = t.fill(n, kNaN),
+       gt = t.rand(static_cast<std::size_t>(count) * dim), wide = t.rand(static_cast<std::size_t>(rows) * ld),
+       narrow = t.fill(static_cast<std::size_t>(rows) * ld, kSentinel);
+  IntPair index = t.put(t.ints(rows, 0, 3 * count));  // repeated and out-of-range rows
+  t.both([&](nn::Device& d, Side s) {
+    d.rmsnorm_partial_sums(rows, dim, x[s], nullptr, nullptr, sq[s]);
+    d.rmsnorm_partial_sums(rows, dim, x[s], w[s], dy[s], dot[s]);
+    d.rmsnorm_forward_sums(rows, dim, x[s], w[s], sq[s], 3 * dim, 1e-5f, y[s], rstd[s]);
+    d.rmsnorm_backward_input_sums(rows, dim, x[s], w[s], rstd[s], dy[s], dot[s], 3 * dim, dx[s]);
+    d.row_max(rows, vocab, logits[s], mx[s]);
+    d.cross_entropy_shard_sums(rows, vocab, logits[s], targets[s], first, mx[s], se[s], tl[s]);
+    d.cross_entropy_shard_loss(rows, mx[s], se[s], tl[s], 0.5f, lse[s], loss[s]);
+    d.cross_entropy_shard_backward(rows, vocab, logits[s], lse[s], targets[s], first, 0.5f, dl[s]);
+    d.gather_rows_range(rows, dim, table[s], index[s], count / 2, count, g[s]);
+    d.scatter_add_rows_range(rows, dim, dy[s], index[s], count / 2, count, gt[s]);
+    d.copy_strided(rows, 50, wide[s], ld, narrow[s], ld);
+  });
+  CHECK(t.diff(sq) <= 1e-6);
+  CHECK(t.diff(dot) <= 1e-6);
+  CHECK(t.diff(y) <= 1e-6);
+  CHECK(t.diff(rstd) <= 1e-6);
+  CHECK(t.diff(dx) <= 1e-5);
+  CHECK(t.diff(mx) == 0.0);
+  CHECK(t.diff(se) <= 1e-5);
+  CHECK(t.diff(tl) == 0.0);
+  CHECK(t.diff(lse) <= 1e-6);
+  CHECK(t.diff(loss) <= 1e-6);
+  CHECK(t.diff(dl) <= 1e-6);
+  CHECK(t.diff(g) == 0.0);
+  CHECK(t.diff(gt) <= 1e-6);
+  CHECK(t.diff(narrow) == 0.0);
+}
+
 TEST_CASE("MoE routing: top-k with ties, its backward, the stable permutation by expert", "[kernels]") {
   unsigned seed = 90;
   for (const auto [rows, experts, k] :
