@@ -27,17 +27,10 @@ struct CompareArgs {
 
 int run(CompareArgs& a) {
   octo::check_output_path(a.report, "--report");
-  octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
+  octo::PlannerInputs inputs = a.search_parallel ? search_inputs(a.inputs) : octo::load_inputs(a.inputs);
   const octo::InterruptFlag interrupt;  // Ctrl-C ends the search; the comparison is still printed
   a.tune.options.stop = &interrupt.flag();
-  octo::TuneResult result;
-  if (a.search_parallel) {
-    octo::ParallelSearchResult found = search_factorizations(a.inputs, inputs, a.tune);
-    inputs = std::move(found.best_inputs);
-    result = std::move(found.best);
-  } else {
-    result = octo::tune(inputs, a.tune.resolved());
-  }
+  octo::TuneResult result = tune_or_search(a.search_parallel, a.inputs, inputs, a.tune);
   fmt::print("{}", octo::format_comparison(inputs, result));
   write_report(a.report, octo::comparison_json(inputs, result));
   if (result.stats.stopped_by == "interrupted") {

@@ -37,18 +37,11 @@ int run(PlanArgs& a) {
   octo::check_output_path(a.output, "-o");
   octo::check_output_path(a.trace, "--trace");
   octo::check_output_path(a.report, "--report");
-  octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
+  octo::PlannerInputs inputs = a.search_parallel ? search_inputs(a.inputs) : octo::load_inputs(a.inputs);
   // Ctrl-C / SIGTERM end the search, not the process: the best plan so far is still written.
   const octo::InterruptFlag interrupt;
   a.tune.options.stop = &interrupt.flag();
-  octo::TuneResult result;
-  if (a.search_parallel) {
-    octo::ParallelSearchResult found = search_factorizations(a.inputs, inputs, a.tune);
-    inputs = std::move(found.best_inputs);
-    result = std::move(found.best);
-  } else {
-    result = octo::tune(inputs, a.tune.resolved());
-  }
+  octo::TuneResult result = tune_or_search(a.search_parallel, a.inputs, inputs, a.tune);
   const bool interrupted = result.stats.stopped_by == "interrupted";
 
   if (!result.plan.predicted->fits_memory) {

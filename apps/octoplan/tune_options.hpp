@@ -62,6 +62,24 @@ inline void add_search_parallel_option(CLI::App* cmd, bool& flag) {
       "alternatives and plans the fastest that fits (costs estimated per factorization)");
 }
 
+/// The inputs the factorization search starts from: the files, without the cluster's own parallel
+/// sizes (the search chooses them; a cluster's pp or tp need not suit this model). --tp/--dp/--pp
+/// are refused with --search-parallel.
+inline octo::PlannerInputs search_inputs(const octo::InputOptions& given) {
+  if (given.tp > 0 || given.dp > 0 || given.pp > 0)
+    throw octo::UsageError(
+        "command line: --search-parallel: it chooses tp, dp and pp itself (expected no --tp, --dp or --pp; "
+        "--ep and --zero fix theirs)");
+  octo::InputOptions o = given;
+  o.tp = o.dp = o.pp = 1;
+  o.ep = 0;
+  o.zero = -1;
+  octo::PlannerInputs in = octo::load_inputs(o);
+  in.cluster.ep = 1;
+  in.cluster.zero = 0;
+  return in;
+}
+
 /// Runs the factorization search for `plan` / `compare --search-parallel`: prints its table on
 /// stdout, and throws (exit 5, does not fit) with the arithmetic when nothing fits. --costs fixes
 /// one shape, so it is refused; --tp/--dp/--pp are left to the search (--ep and --zero fix theirs).
@@ -83,6 +101,16 @@ inline octo::ParallelSearchResult search_factorizations(const octo::InputOptions
     throw octo::Error(found.no_fit.empty() ? "--search-parallel: no factorization fits" : found.no_fit,
                       octo::ErrorKind::DoesNotFit);
   return found;
+}
+
+/// The tuned plan of `inputs`, or with `search` the winner of the factorization search, whose
+/// inputs then replace `inputs`.
+inline octo::TuneResult tune_or_search(bool search, const octo::InputOptions& given,
+                                       octo::PlannerInputs& inputs, const TuneArgs& tune) {
+  if (!search) return octo::tune(inputs, tune.resolved());
+  octo::ParallelSearchResult found = search_factorizations(given, inputs, tune);
+  inputs = std::move(found.best_inputs);
+  return std::move(found.best);
 }
 
 }  // namespace octoplan
