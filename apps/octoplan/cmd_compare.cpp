@@ -10,6 +10,7 @@
 #include "core/exit_code.hpp"
 #include "core/fs.hpp"
 #include "core/interrupt.hpp"
+#include "tune/parallel_search.hpp"
 #include "tune/report.hpp"
 #include "tune/tuner.hpp"
 #include "tune_options.hpp"
@@ -21,14 +22,15 @@ struct CompareArgs {
   octo::InputOptions inputs;
   TuneArgs tune;
   std::string report;
+  bool search_parallel = false;
 };
 
 int run(CompareArgs& a) {
   octo::check_output_path(a.report, "--report");
-  const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
+  octo::PlannerInputs inputs = a.search_parallel ? search_inputs(a.inputs) : octo::load_inputs(a.inputs);
   const octo::InterruptFlag interrupt;  // Ctrl-C ends the search; the comparison is still printed
   a.tune.options.stop = &interrupt.flag();
-  const octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
+  octo::TuneResult result = tune_or_search(a.search_parallel, a.inputs, inputs, a.tune);
   fmt::print("{}", octo::format_comparison(inputs, result));
   write_report(a.report, octo::comparison_json(inputs, result));
   if (result.stats.stopped_by == "interrupted") {
@@ -47,6 +49,7 @@ Runner setup(CLI::App& app) {
       "balanced partitions): iteration time, bubble, peak memory, tokens/s, speed-up");
   add_input_options(cmd, args.inputs);
   add_tune_options(cmd, args.tune);
+  add_search_parallel_option(cmd, args.search_parallel);
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

@@ -15,6 +15,7 @@
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
 #include "tune/fit.hpp"
+#include "tune/parallel_search.hpp"
 #include "tune/report.hpp"
 #include "tune/tuner.hpp"
 #include "tune_options.hpp"
@@ -29,17 +30,18 @@ struct PlanArgs {
   std::string trace;
   std::string report;
   bool allow_oversubscribed = false;
+  bool search_parallel = false;
 };
 
 int run(PlanArgs& a) {
   octo::check_output_path(a.output, "-o");
   octo::check_output_path(a.trace, "--trace");
   octo::check_output_path(a.report, "--report");
-  const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
+  octo::PlannerInputs inputs = a.search_parallel ? search_inputs(a.inputs) : octo::load_inputs(a.inputs);
   // Ctrl-C / SIGTERM end the search, not the process: the best plan so far is still written.
   const octo::InterruptFlag interrupt;
   a.tune.options.stop = &interrupt.flag();
-  octo::TuneResult result = octo::tune(inputs, a.tune.resolved());
+  octo::TuneResult result = tune_or_search(a.search_parallel, a.inputs, inputs, a.tune);
   const bool interrupted = result.stats.stopped_by == "interrupted";
 
   if (!result.plan.predicted->fits_memory) {
@@ -98,6 +100,7 @@ Runner setup(CLI::App& app) {
       "Write the plan even when no plan found fits the device memory (marked so in the plan, which "
       "check and octorun then accept); without it such a plan is refused with the changes that would "
       "fit");
+  add_search_parallel_option(cmd, args.search_parallel);
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

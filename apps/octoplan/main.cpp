@@ -40,6 +40,15 @@ void add_input_options(CLI::App* cmd, octo::InputOptions& o) {
       ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.tp in a cluster file"));
   cmd->add_option("--dp", o.dp, "Data-parallel size (default: the cluster's)")
       ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.dp in a cluster file"));
+  cmd->add_option("--ep", o.ep,
+                  "Expert-parallel size: divides --dp and the model's routed experts (default: the cluster's "
+                  "parallel.ep, else 1)")
+      ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.ep in a cluster file"));
+  cmd->add_option("--zero", o.zero,
+                  "ZeRO stage: 0 all-reduces gradients and keeps the whole optimizer state on every "
+                  "data-parallel rank, 1 shards it (the distributed optimizer) (default: the cluster's "
+                  "parallel.zero, else 0)")
+      ->check(cli::integer(0, 1, "0 or 1"));
   cmd->add_option("--microbatches", o.microbatches,
                   "Micro-batches per iteration (default: the model's training settings, else 2 x PP)")
       ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of training.microbatches in a model file"));

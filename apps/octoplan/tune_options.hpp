@@ -7,6 +7,9 @@
 #include <cstdio>
 
 #include "common/cli.hpp"
+#include "core/error.hpp"
+#include "cost/inputs.hpp"
+#include "tune/parallel_search.hpp"
 #include "tune/report.hpp"
 #include "tune/tuner.hpp"
 
@@ -48,6 +51,66 @@ inline void add_tune_options(CLI::App* cmd, TuneArgs& args) {
          "whole work budget on a loaded machine")
       ->check(octo::cli::number(0));
   cmd->add_flag("--quiet", args.quiet, "No progress lines on stderr");
+}
+
+/// Adds --search-parallel (plan, compare).
+inline void add_search_parallel_option(CLI::App* cmd, bool& flag) {
+  cmd->add_flag(
+      "--search-parallel", flag,
+      "Search the factorization of the cluster too: TP (within an NVLink domain) x PP x DP x EP, ZeRO "
+      "and the micro-batch size for the model's training.global_batch; prints the table of "
+      "alternatives and plans the fastest that fits (costs estimated per factorization)");
+}
+
+/// The inputs the factorization search starts from: the files, without the cluster's own parallel
+/// sizes (the search chooses them; a cluster's pp or tp need not suit this model). --tp/--dp/--pp
+/// are refused with --search-parallel.
+inline octo::PlannerInputs search_inputs(const octo::InputOptions& given) {
+  if (given.tp > 0 || given.dp > 0 || given.pp > 0)
+    throw octo::UsageError(
+        "command line: --search-parallel: it chooses tp, dp and pp itself (expected no --tp, --dp or --pp; "
+        "--ep and --zero fix theirs)");
+  octo::InputOptions o = given;
+  o.tp = o.dp = o.pp = 1;
+  o.ep = 0;
+  o.zero = -1;
+  octo::PlannerInputs in = octo::load_inputs(o);
+  in.cluster.ep = 1;
+  in.cluster.zero = 0;
+  return in;
+}
+
+/// Runs the factorization search for `plan` / `compare --search-parallel`: prints its table on
+/// stdout, and throws (exit 5, does not fit) with the arithmetic when nothing fits. --costs fixes
+/// one shape, so it is refused; --tp/--dp/--pp are left to the search (--ep and --zero fix theirs).
+inline octo::ParallelSearchResult search_factorizations(const octo::InputOptions& given,
+                                                        const octo::PlannerInputs& inputs,
+                                                        const TuneArgs& tune) {
+  if (!given.costs_path.empty())
+    throw octo::UsageError(
+        "command line: --search-parallel: --costs fixes one tp and micro-batch size (expected no --costs: "
+        "the "
+        "search estimates the costs of every factorization)");
+  octo::ParallelSearchOptions options;
+  options.tune = tune.resolved();
+  options.ep = given.ep;
+  options.zero = given.zero;
+  octo::ParallelSearchResult found = octo::search_parallel(inputs, options);
+  fmt::print("{}", octo::format_factorizations(found));
+  if (found.winner < 0)
+    throw octo::Error(found.no_fit.empty() ? "--search-parallel: no factorization fits" : found.no_fit,
+                      octo::ErrorKind::DoesNotFit);
+  return found;
+}
+
+/// The tuned plan of `inputs`, or with `search` the winner of the factorization search, whose
+/// inputs then replace `inputs`.
+inline octo::TuneResult tune_or_search(bool search, const octo::InputOptions& given,
+                                       octo::PlannerInputs& inputs, const TuneArgs& tune) {
+  if (!search) return octo::tune(inputs, tune.resolved());
+  octo::ParallelSearchResult found = search_factorizations(given, inputs, tune);
+  inputs = std::move(found.best_inputs);
+  return std::move(found.best);
 }
 
 }  // namespace octoplan

@@ -50,6 +50,7 @@ std::optional<std::string> costs_disagreement(const ModelSpec& model, const Cost
     return shape_error("micro_batch", costs.micro_batch, shape.micro_batch);
   if (costs.seq != shape.seq) return shape_error("seq", costs.seq, shape.seq);
   if (costs.tp != shape.tp) return shape_error("tp", costs.tp, shape.tp);
+  if (costs.ep != 1 && costs.ep != shape.ep) return shape_error("ep", costs.ep, shape.ep);
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     const std::int64_t want = expected_output_bytes(model, i, shape, costs.source);
     if (costs.layers[i].output_bytes != want)

@@ -18,6 +18,7 @@ struct CostShape {
   int micro_batch = 1;
   std::int64_t seq = 0;
   int tp = 1;
+  int ep = 1;  ///< costs measured at EP 1 fit every EP (the simulator adds the all-to-alls)
 };
 
 /// Bytes layer `layer` passes to the next one at `shape`, as costs record them: the hidden state

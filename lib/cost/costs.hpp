@@ -34,6 +34,9 @@ struct CostProfile {
   int micro_batch = 1;
   std::int64_t seq = 0;
   int tp = 1;
+  /// Expert-parallel size the costs were measured at (shape.ep): at 1 (and for every estimate)
+  /// the op times hold no EP all-to-alls and the simulator adds them; above 1 they are inside.
+  int ep = 1;
   std::vector<LayerCost> layers;  ///< one per model layer (embedding first, LM head last)
   /// Measured point-to-point link between ranks, if profiled (overrides the cluster's links).
   std::optional<double> p2p_bandwidth_gbs;

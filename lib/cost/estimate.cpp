@@ -152,6 +152,23 @@ double pass_ms(const LayerWork& work, Pass pass, const DeviceKind& device, DType
   return seconds * 1e3;
 }
 
+void check_tensor_parallel(const ModelSpec& model, int tp) { check_tp(model, tp); }
+
+const LinkSpec& tp_link(const ClusterSpec& cluster, int tp) {
+  return tp <= cluster.nvlink_domain_size() ? cluster.intra_node : cluster.inter_node;
+}
+
+TpCollectiveMs tp_collective_ms(const ModelSpec& model, const ClusterSpec& cluster, std::size_t layer,
+                                int micro_batch, std::int64_t seq, int tp) {
+  TpCollectiveMs t;
+  if (tp <= 1) return t;
+  const LayerWork work = layer_work(model, layer, micro_batch, seq);
+  const LinkSpec& link = tp_link(cluster, tp);
+  for (const auto& c : work.collectives)
+    (c.pass == Pass::F ? t.f_ms : t.b_ms) += ring_phase_seconds(c.bytes, tp, link) * 1e3;
+  return t;
+}
+
 CostProfile estimate_costs(const ModelSpec& model, const ClusterSpec& cluster,
                            const EstimateOptions& options) {
   const int micro_batch = options.micro_batch > 0 ? options.micro_batch : model.training.micro_batch;
@@ -173,7 +190,7 @@ CostProfile estimate_costs(const ModelSpec& model, const ClusterSpec& cluster,
         "costs",
         cluster.source, device.name, to_string(model.training.dtype));
   // TP groups are laid out inside a node when they fit (pipeline devices are TP-major).
-  const LinkSpec& tp_link = tp <= cluster.devices_per_node ? cluster.intra_node : cluster.inter_node;
+  const LinkSpec& tp_link = octo::tp_link(cluster, tp);
   if (tp > 1 && !(tp_link.bandwidth_gbs > 0))
     fail("{}: the link TP would use has no bandwidth", cluster.source);
 

@@ -90,6 +90,21 @@ struct LayerWork {
 [[nodiscard]] double pass_ms(const LayerWork& work, Pass pass, const DeviceKind& device, DType dtype, int tp,
                              const LinkSpec& tp_link);
 
+/// The TP collectives of one layer for one micro-batch on one TP rank (ms), per pass, in the
+/// estimator's model (ring phases on the TP group's link): the share of the op costs a report shows
+/// as TP communication, for estimated and for measured costs of that shape alike.
+struct TpCollectiveMs {
+  double f_ms = 0;
+  double b_ms = 0;
+};
+[[nodiscard]] TpCollectiveMs tp_collective_ms(const ModelSpec& model, const ClusterSpec& cluster,
+                                              std::size_t layer, int micro_batch, std::int64_t seq, int tp);
+/// Throws octo::Error ("--tp T: does not divide the attention heads ...") unless every TP-sharded
+/// size of the model divides by (or, for KV heads, is divided by) `tp`.
+void check_tensor_parallel(const ModelSpec& model, int tp);
+/// The link a TP group of `tp` consecutive ranks uses: intra-node within an NVLink domain.
+[[nodiscard]] const LinkSpec& tp_link(const ClusterSpec& cluster, int tp);
+
 /// Constants of the estimate (see estimate.cpp for why each has its value).
 namespace estimate_constants {
 inline constexpr double kMemoryEfficiency = 0.8;

@@ -87,6 +87,27 @@ int resolve_microbatches(const InputOptions& o, const ModelSpec& model, int pp, 
 
 }  // namespace
 
+void check_expert_parallel(const ClusterSpec& cluster, const ModelSpec& model, bool from_command_line) {
+  const std::string where = from_command_line ? "command line: --ep" : cluster.source + ": parallel.ep";
+  if (cluster.zero != 0 && cluster.zero != 1)
+    throw UsageError(fmt::format("command line: --zero: {} (expected 0 or 1)", cluster.zero));
+  if (cluster.ep <= 1) return;
+  const int experts = routed_experts(model);
+  if (experts == 0)
+    throw UsageError(fmt::format("{}: {}, but model {} ({}) has no routed experts (expected --ep 1)", where,
+                                 cluster.ep, model.name, model.source));
+  if (cluster.dp % cluster.ep != 0)
+    throw UsageError(
+        fmt::format("{}: {} does not divide dp {} (expected an ep dividing the data-parallel size: "
+                    "an expert group is ep consecutive data-parallel ranks)",
+                    where, cluster.ep, cluster.dp));
+  if (experts % cluster.ep != 0)
+    throw UsageError(
+        fmt::format("{}: {} does not divide the {} routed experts of model {} (expected a divisor "
+                    "of {})",
+                    where, cluster.ep, experts, model.name, experts));
+}
+
 void override_shape(ModelSpec& model, int micro_batch, std::int64_t seq) {
   check_override("--micro-batch", micro_batch, "training.micro_batch");
   check_override("--seq", seq, "seq_len");
@@ -127,7 +148,10 @@ PlannerInputs load_inputs(const InputOptions& o) {
   if (o.tp > 0) cluster.tp = o.tp;
   if (o.dp > 0) cluster.dp = o.dp;
   if (o.pp > 0) cluster.pp = o.pp;
+  if (o.ep > 0) cluster.ep = o.ep;
+  if (o.zero >= 0) cluster.zero = o.zero;
   override_shape(model, o.micro_batch, o.seq);
+  check_expert_parallel(cluster, model, o.ep > 0 || o.dp > 0);
 
   const int world = cluster.world();
   const std::int64_t tp_dp = static_cast<std::int64_t>(cluster.tp) * cluster.dp;
@@ -160,7 +184,7 @@ PlannerInputs load_inputs(const InputOptions& o) {
   } else {
     in.costs_yaml = yaml::read_input_file(o.costs_path, "a costs YAML file");
     in.costs = parse_costs(in.costs_yaml, o.costs_path);
-    const CostShape shape{model.training.micro_batch, model.seq_len, cluster.tp};
+    const CostShape shape{model.training.micro_batch, model.seq_len, cluster.tp, cluster.ep};
     if (const auto problem = costs_disagreement(model, in.costs, shape))
       throw InputError(SourceLocation{o.costs_path}, "",
                        fmt::format("{} (model {})", *problem, model.source));

@@ -20,6 +20,8 @@ struct InputOptions {
   int pp = 0;
   int tp = 0;
   int dp = 0;
+  int ep = 0;     ///< expert-parallel size; 0: the cluster's parallel.ep
+  int zero = -1;  ///< ZeRO stage 0 or 1; -1: the cluster's parallel.zero
   int microbatches = 0;
   int micro_batch = 0;
   std::int64_t seq = 0;
@@ -44,10 +46,15 @@ struct PlannerInputs {
 /// spec/limits.hpp's. Throws octo::UsageError naming the option.
 void override_shape(ModelSpec& model, int micro_batch, std::int64_t seq);
 
+/// Throws octo::UsageError naming --ep / --zero (when `from_command_line`) or the cluster's
+/// parallel.ep unless zero is 0 or 1 and ep is 1 or divides both dp and the model's routed experts.
+void check_expert_parallel(const ClusterSpec& cluster, const ModelSpec& model, bool from_command_line);
+
 /// Loads and cross-checks all inputs: the options through override_shape, the costs against the
 /// model at the run's shape (cost/agreement.hpp), pp * tp * dp within the cluster, and the
-/// planning work within this machine's memory. Throws octo::InputError / octo::UsageError /
-/// octo::Error (kind TooLarge) naming the offending file or option.
+/// planning work within this machine's memory, and ep (dividing dp and the model's routed experts;
+/// an error naming --ep or parallel.ep for a model without experts). Throws octo::InputError /
+/// octo::UsageError / octo::Error (kind TooLarge) naming the offending file or option.
 [[nodiscard]] PlannerInputs load_inputs(const InputOptions& options);
 
 }  // namespace octo

@@ -83,10 +83,11 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
       top.fail("date", fmt::format("'{}' is not an ISO date", c.date), "YYYY-MM-DD or YYYY-MM-DDThh:mm:ss");
   }
 
-  MapReader shape = top.map("shape", {"micro_batch", "seq", "tp"});
+  MapReader shape = top.map("shape", {"micro_batch", "seq", "tp", "ep"});
   c.micro_batch = static_cast<int>(shape.integer("micro_batch"));
   c.seq = shape.integer("seq", 1, kMaxInt64);
   c.tp = static_cast<int>(shape.integer_or("tp", 1));
+  c.ep = static_cast<int>(shape.integer_or("ep", 1));
 
   if (top.has("p2p")) {
     MapReader p2p = top.map("p2p", {"bandwidth_gbs", "latency_us"});
@@ -183,7 +184,9 @@ std::string costs_to_yaml(const CostProfile& c) {
   out += fmt::format("device: {}\n", quoted(c.device));
   if (!c.backend.empty()) out += fmt::format("backend: {}\n", quoted(c.backend));
   if (!c.date.empty()) out += fmt::format("date: {}\n", quoted(c.date));
-  out += fmt::format("shape: {{micro_batch: {}, seq: {}, tp: {}}}\n", c.micro_batch, c.seq, c.tp);
+  // ep is written only when above 1, so costs of a plan without expert parallelism read as before.
+  out += fmt::format("shape: {{micro_batch: {}, seq: {}, tp: {}{}}}\n", c.micro_batch, c.seq, c.tp,
+                     c.ep > 1 ? fmt::format(", ep: {}", c.ep) : "");
   if (c.p2p_bandwidth_gbs || c.p2p_latency_us) {
     std::string parts;
     if (c.p2p_bandwidth_gbs) parts += fmt::format("bandwidth_gbs: {}", *c.p2p_bandwidth_gbs);

@@ -108,6 +108,11 @@ json to_json(const Prediction& p) {
   if (p.structure_lower_bound_ms) j["structure_lower_bound_ms"] = *p.structure_lower_bound_ms;
   if (p.structure_gap) j["structure_gap"] = *p.structure_gap;
   if (p.lower_bound) j["lower_bound"] = bounds_json(*p.lower_bound);
+  if (p.parallel)
+    j["parallel"] = {{"pipeline_end_ms", p.parallel->pipeline_end_ms},
+                     {"dp_comm_ms", p.parallel->dp_comm_ms},
+                     {"optimizer_ms", p.parallel->optimizer_ms},
+                     {"ep_comm_ms", p.parallel->ep_comm_ms}};
   return j;
 }
 
@@ -115,7 +120,7 @@ Prediction prediction_from_json(const json& j, const JsonReader& rd, const std::
   rd.object(j, path,
             {"iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "max_peak_memory_bytes",
              "ops", "devices", "critical_path", "critical_path_length", "lower_bound_ms", "gap",
-             "structure_lower_bound_ms", "structure_gap", "lower_bound"});
+             "structure_lower_bound_ms", "structure_gap", "lower_bound", "parallel"});
   const auto at = [&](const char* key) -> const json& { return rd.required(j, path, key); };
   const auto key = [&](const char* k) { return JsonReader::join(path, k); };
   Prediction p;
@@ -141,6 +146,15 @@ Prediction prediction_from_json(const json& j, const JsonReader& rd, const std::
   if (const json* g = rd.optional(j, "structure_gap")) p.structure_gap = rd.number(*g, key("structure_gap"));
   if (const json* lb = rd.optional(j, "lower_bound"))
     p.lower_bound = bounds_from_json(*lb, rd, key("lower_bound"));
+  if (const json* par = rd.optional(j, "parallel")) {
+    const std::string at_path = key("parallel");
+    rd.object(*par, at_path, {"pipeline_end_ms", "dp_comm_ms", "optimizer_ms", "ep_comm_ms"});
+    const auto num = [&](const char* k) {
+      return rd.number(rd.required(*par, at_path, k), JsonReader::join(at_path, k), 0);
+    };
+    p.parallel =
+        ParallelFigures{num("pipeline_end_ms"), num("dp_comm_ms"), num("optimizer_ms"), num("ep_comm_ms")};
+  }
   return p;
 }
 

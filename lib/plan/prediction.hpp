@@ -49,6 +49,16 @@ struct LowerBoundDerivations {
   friend bool operator==(const LowerBoundDerivations&, const LowerBoundDerivations&) = default;
 };
 
+/// What the parallelism around the pipeline costs (sim/simulator.hpp DeviceMetrics), the largest
+/// figure over the pipeline devices; present only when the plan has DP or EP > 1.
+struct ParallelFigures {
+  double pipeline_end_ms = 0;  ///< end of the op lists; iteration_time_ms adds the DP tail
+  double dp_comm_ms = 0;       ///< gradient reductions (+ ZeRO-1 all-gathers) of one device
+  double optimizer_ms = 0;     ///< optimizer step of one device
+  double ep_comm_ms = 0;       ///< EP all-to-alls inside one device's compute ops
+  friend bool operator==(const ParallelFigures&, const ParallelFigures&) = default;
+};
+
 struct Prediction {
   double iteration_time_ms = 0;
   double bubble_ratio = 0;  ///< 1 − Σ busy / (devices × iteration time)
@@ -69,6 +79,8 @@ struct Prediction {
   std::optional<double> structure_lower_bound_ms;
   std::optional<double> structure_gap;
   std::optional<LowerBoundDerivations> lower_bound;
+  /// "parallel" in the file: {"pipeline_end_ms", "dp_comm_ms", "optimizer_ms", "ep_comm_ms"}.
+  std::optional<ParallelFigures> parallel;
   friend bool operator==(const Prediction&, const Prediction&) = default;
 };
 

@@ -109,6 +109,8 @@ Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
   plan.devices = r.p;
   plan.tp = in.cluster.tp;
   plan.dp = in.cluster.dp;
+  plan.ep = in.cluster.ep;
+  plan.zero = in.cluster.zero;
   plan.microbatches = r.m;
   plan.micro_batch = in.model.training.micro_batch;
   plan.seq = in.model.seq_len;

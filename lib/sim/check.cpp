@@ -51,6 +51,14 @@ class PredictionComparison {
         integer(at + "peak_live_microbatches", s.peak_live_microbatches, e.peak_live_microbatches);
       }
     }
+    if (stored.parallel.has_value() != derived.parallel.has_value()) {
+      add("parallel", stored.parallel ? "present" : "absent", derived.parallel ? "present" : "absent");
+    } else if (stored.parallel) {
+      number("parallel.pipeline_end_ms", stored.parallel->pipeline_end_ms, derived.parallel->pipeline_end_ms);
+      number("parallel.dp_comm_ms", stored.parallel->dp_comm_ms, derived.parallel->dp_comm_ms);
+      number("parallel.optimizer_ms", stored.parallel->optimizer_ms, derived.parallel->optimizer_ms);
+      number("parallel.ep_comm_ms", stored.parallel->ep_comm_ms, derived.parallel->ep_comm_ms);
+    }
     integer("critical_path_length", stored.critical_path_length, derived.critical_path_length);
     if (stored.critical_path != derived.critical_path)
       add("critical_path", "differs from the simulated one", "the simulated critical path of this plan");
@@ -109,7 +117,7 @@ std::optional<PlanInputs> check_inputs(const Plan& plan, const std::string& sour
                     "devices (expected at most {})",
                     source, plan.devices, plan.tp, plan.dp, ranks, in->cluster.name, in->cluster.world(),
                     in->cluster.world()));
-  const CostShape shape{plan.micro_batch, plan.seq > 0 ? plan.seq : in->model.seq_len, plan.tp};
+  const CostShape shape{plan.micro_batch, plan.seq > 0 ? plan.seq : in->model.seq_len, plan.tp, plan.ep};
   if (const auto problem = costs_disagreement(in->model, in->costs, shape))
     out.push_back(fmt::format("{}: {}: {}", source, embedded_document("costs"), *problem));
   return in;

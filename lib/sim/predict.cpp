@@ -1,5 +1,7 @@
 #include "sim/predict.hpp"
 
+#include <algorithm>
+
 namespace octo {
 
 Prediction predict(const SimResult& r, const Plan& plan, std::size_t max_path) {
@@ -27,6 +29,16 @@ Prediction predict(const SimResult& r, const Plan& plan, std::size_t max_path) {
   for (std::size_t i = 0; i < r.critical_path.size() && i < max_path; ++i)
     p.critical_path.push_back(describe(plan, r.critical_path[i]));
   p.critical_path_length = static_cast<std::int64_t>(r.critical_path.size());
+  if (plan.dp > 1 || plan.ep > 1) {
+    ParallelFigures f;
+    f.pipeline_end_ms = r.pipeline_end_ms;
+    for (const DeviceMetrics& m : r.devices) {
+      f.dp_comm_ms = std::max(f.dp_comm_ms, m.dp_comm_ms);
+      f.optimizer_ms = std::max(f.optimizer_ms, m.optimizer_ms);
+      f.ep_comm_ms = std::max(f.ep_comm_ms, m.ep_comm_ms);
+    }
+    p.parallel = f;
+  }
   return p;
 }
 

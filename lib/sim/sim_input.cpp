@@ -5,12 +5,90 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "cost/estimate.hpp"
 
 namespace octo {
 namespace {
 
 std::int64_t seq_of(const Plan& plan, const ModelSpec& model) {
   return plan.seq > 0 ? plan.seq : model.seq_len;
+}
+
+/// The first world rank of pipeline device d (Megatron order, plan/rank_layout.hpp).
+int first_rank(int d, int tp, int dp) { return d * tp * dp; }
+
+/// Routed-expert parameters per rank (divided by E·T) and, when the costs do not already contain
+/// them (measured at EP 1 or estimated), the EP dispatch and combine all-to-alls of every MoE
+/// layer: in F and in R (re-running the forward) dispatch + combine, in B their two gradients.
+/// Each rank sends the routed copies of its tokens, (E−1)/E of them to other ranks, scaled by the
+/// estimator's load imbalance (the most loaded rank sets the pace), on the expert group's link.
+void add_experts(SimInput& in, const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
+                 const CostProfile& costs) {
+  const int tp = std::max(plan.tp, 1), dp = std::max(plan.dp, 1), ep = std::max(plan.ep, 1);
+  const int mb = std::max(plan.micro_batch, 1);
+  const std::int64_t seq = seq_of(plan, model);
+  const bool add_a2a = ep > 1 && costs.ep == 1;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const Stage& st = plan.stages[s];
+    StageCost& c = in.stages[s];
+    const LinkSpec& link = cluster.group_link(first_rank(st.device, tp, dp), tp, ep);
+    for (int l = st.first_layer; l < st.end_layer; ++l) {
+      const LayerCounts counts = layer_counts(model, static_cast<std::size_t>(l), mb, seq);
+      if (counts.routed_expert_params == 0) continue;
+      // The costs hold the layer's parameters per TP rank, routed experts included at EP 1.
+      const auto held = costs.layers[static_cast<std::size_t>(l)].params;
+      const std::int64_t expert_tp = std::min<std::int64_t>(
+          held, static_cast<std::int64_t>(std::ceil(static_cast<double>(counts.routed_expert_params) / tp)));
+      const std::int64_t expert = expert_tp / ep;
+      c.params -= expert_tp - expert;
+      c.expert_params += expert;
+      if (!add_a2a) continue;
+      const double bytes = estimate_constants::kMoeLoadImbalance * (ep - 1.0) / ep *
+                           static_cast<double>(counts.dispatch_bytes) / tp;
+      const double one = us_to_ms(link.latency_us) + bytes / gbs_to_bytes_per_ms(link.bandwidth_gbs);
+      c.ep_f_ms += 2 * one;
+      c.ep_b_ms += 2 * one;
+    }
+    c.f_ms += c.ep_f_ms;
+    c.r_ms += c.ep_f_ms;
+    c.b_ms += c.ep_b_ms;
+  }
+}
+
+/// Per stage the DP gradient reduction (and at ZeRO 1 the parameter all-gather) on the data
+/// group's link (the ranks of one (pp, tp) are T apart: inter-node once T·D exceeds the NVLink
+/// domain), routed experts over the expert-data group (T·E apart, D/E ranks); per device the
+/// optimizer step, memory-bound at the estimator's achievable bandwidth. Gradients travel in
+/// fp32 (the contract's fp32 gradient), parameters in the training dtype.
+void add_data_parallel_tail(SimInput& in, const Plan& plan, const ModelSpec& model,
+                            const ClusterSpec& cluster) {
+  const int tp = std::max(plan.tp, 1), dp = std::max(plan.dp, 1), ep = std::max(plan.ep, 1);
+  const bool zero = plan.zero == 1;
+  const double w = dtype_bytes(model.training.dtype);
+  const std::size_t S = plan.stages.size();
+  in.grad_sync_ms.assign(S, 0.0);
+  if (zero) in.param_gather_ms.assign(S, 0.0);
+  in.optimizer_ms.assign(static_cast<std::size_t>(plan.devices), 0.0);
+  const double step_bytes = optimizer_step_bytes(model.training.dtype);
+  for (std::size_t s = 0; s < S; ++s) {
+    const int d = plan.stages[s].device;
+    const StageCost& c = in.stages[s];
+    const auto dense = static_cast<double>(c.params - c.expert_params);
+    const auto expert = static_cast<double>(c.expert_params);
+    const LinkSpec& data = cluster.group_link(first_rank(d, tp, dp), tp, dp);
+    const LinkSpec& expert_data = cluster.group_link(first_rank(d, tp, dp), tp * ep, dp / ep);
+    const auto ring = [](double bytes, int n, const LinkSpec& l, int phases) {
+      return ring_collective_ms(bytes, n, l.bandwidth_gbs, l.latency_us, phases);
+    };
+    const int phases = zero ? 1 : 2;  // reduce-scatter, or all-reduce = reduce-scatter + all-gather
+    in.grad_sync_ms[s] = ring(4 * dense, dp, data, phases) + ring(4 * expert, dp / ep, expert_data, phases);
+    if (zero)
+      in.param_gather_ms[s] = ring(w * dense, dp, data, 1) + ring(w * expert, dp / ep, expert_data, 1);
+    const double updated = dense / optimizer_shards(plan.zero, dp, ep, false) +
+                           expert / optimizer_shards(plan.zero, dp, ep, true);
+    const DeviceKind& kind = cluster.device(std::min(first_rank(d, tp, dp), cluster.world() - 1));
+    in.optimizer_ms[static_cast<std::size_t>(d)] += updated * step_bytes / achievable_bandwidth(kind) * 1e3;
+  }
 }
 
 /// Everything but the memory limit, shared by both builders.
@@ -37,8 +115,13 @@ SimInput build(const Plan& plan, const ModelSpec& model, ClusterSpec cluster, co
       in.link_latency_ms[a * n + b] = us_to_ms(lat_us);
     }
   }
-  in.static_bytes = static_bytes_per_device(in.stages, plan.stages, plan.devices,
-                                            param_state_bytes(model.training.dtype, std::max(plan.dp, 1)));
+  const int tp = std::max(plan.tp, 1), dp = std::max(plan.dp, 1), ep = std::max(plan.ep, 1);
+  if (ep > 1 || (dp > 1 && routed_experts(model) > 0)) add_experts(in, plan, model, cluster, costs);
+  in.static_bytes = static_bytes_per_device(
+      in.stages, plan.stages, plan.devices,
+      param_state_bytes(model.training.dtype, optimizer_shards(plan.zero, dp, ep, false)),
+      param_state_bytes(model.training.dtype, optimizer_shards(plan.zero, dp, ep, true)));
+  if (dp > 1) add_data_parallel_tail(in, plan, model, cluster);
   in.tokens_per_iteration = static_cast<double>(plan.microbatches) * std::max(plan.micro_batch, 1) *
                             static_cast<double>(seq_of(plan, model)) * std::max(plan.dp, 1);
   return in;
@@ -65,12 +148,30 @@ void SimInput::set_uniform_links(double bandwidth_bytes_per_ms, double latency) 
   }
 }
 
-double param_state_bytes(DType dtype, int dp) {
+double param_state_bytes(DType dtype, int optimizer_shards) {
   const double weights = dtype_bytes(dtype);
   const double grad = 4;                                   // fp32 gradient
   const double master = dtype == DType::FP32 ? 0.0 : 4.0;  // fp32 master copy
   const double adam = 8;                                   // two fp32 moments
-  return weights + grad + (master + adam) / std::max(dp, 1);
+  return weights + grad + (master + adam) / std::max(optimizer_shards, 1);
+}
+
+int optimizer_shards(int zero, int dp, int ep, bool routed_expert) {
+  if (zero != 1) return 1;
+  return std::max(routed_expert ? dp / std::max(ep, 1) : dp, 1);
+}
+
+double optimizer_step_bytes(DType dtype) {
+  const bool master = dtype != DType::FP32;
+  const double read = 4 + 4 + 8;  // fp32 master (or weights), gradient, moments
+  const double write = 4 + 8 + (master ? dtype_bytes(dtype) : 0.0);  // master, moments, weights
+  return read + write;
+}
+
+double ring_collective_ms(double bytes, int ranks, double bandwidth_gbs, double latency_us, int phases) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double n = ranks;
+  return phases * ((n - 1) / n * bytes / gbs_to_bytes_per_ms(bandwidth_gbs) + (n - 1) * us_to_ms(latency_us));
 }
 
 std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<Stage>& stages) {
@@ -105,11 +206,19 @@ std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<S
 std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,
                                                   const std::vector<Stage>& stages, int devices,
                                                   double bytes_per_param) {
+  return static_bytes_per_device(costs, stages, devices, bytes_per_param, bytes_per_param);
+}
+
+std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,
+                                                  const std::vector<Stage>& stages, int devices,
+                                                  double bytes_per_param, double expert_bytes_per_param) {
   std::vector<double> bytes(static_cast<std::size_t>(std::max(devices, 0)), 0.0);
   for (std::size_t s = 0; s < stages.size() && s < costs.size(); ++s) {
     int d = stages[s].device;
     if (d < 0 || d >= devices) fail("stage {}: device {} out of range (expected 0..{})", s, d, devices - 1);
-    bytes[static_cast<std::size_t>(d)] += static_cast<double>(costs[s].params) * bytes_per_param;
+    bytes[static_cast<std::size_t>(d)] +=
+        static_cast<double>(costs[s].params - costs[s].expert_params) * bytes_per_param +
+        static_cast<double>(costs[s].expert_params) * expert_bytes_per_param;
   }
   std::vector<std::int64_t> out(bytes.size());
   for (std::size_t d = 0; d < bytes.size(); ++d) out[d] = static_cast<std::int64_t>(std::llround(bytes[d]));

@@ -21,12 +21,17 @@ struct StageCost {
   double b_ms = 0;
   double w_ms = 0;
   double r_ms = 0;
-  std::int64_t act_bytes = 0;    ///< Σ activation_bytes: kept from F (or R) until B/W
-  std::int64_t wgrad_bytes = 0;  ///< Σ wgrad_bytes: the part of act_bytes W still needs after B
-  std::int64_t out_bytes = 0;    ///< output_bytes of the last layer: sent to the next stage
-  std::int64_t in_bytes = 0;     ///< output_bytes of layer first_layer-1 (0 for the first stage):
-                                 ///< what F keeps under recompute
-  std::int64_t params = 0;       ///< Σ params (already divided by TP)
+  std::int64_t act_bytes = 0;      ///< Σ activation_bytes: kept from F (or R) until B/W
+  std::int64_t wgrad_bytes = 0;    ///< Σ wgrad_bytes: the part of act_bytes W still needs after B
+  std::int64_t out_bytes = 0;      ///< output_bytes of the last layer: sent to the next stage
+  std::int64_t in_bytes = 0;       ///< output_bytes of layer first_layer-1 (0 for the first stage):
+                                   ///< what F keeps under recompute
+  std::int64_t params = 0;         ///< Σ params one rank holds (divided by TP; routed experts also by EP)
+  std::int64_t expert_params = 0;  ///< the routed-expert part of params (already divided by E·T)
+  /// The EP dispatch + combine all-to-alls of the stage's MoE layers per micro-batch, already
+  /// included in f_ms / r_ms (ep_f_ms) and b_ms (ep_b_ms); 0 at EP 1 or with costs measured at EP.
+  double ep_f_ms = 0;
+  double ep_b_ms = 0;
 
   /// The sizes the memory rules (plan/semantics.hpp) work on.
   [[nodiscard]] ActivationSizes activations() const { return {act_bytes, wgrad_bytes, in_bytes}; }
@@ -43,6 +48,14 @@ struct SimInput {
   double op_overhead_ms = 0;                     ///< added to every compute op
   double tokens_per_iteration = 0;  ///< all DP replicas: microbatches × micro_batch × seq × dp
 
+  /// The data-parallel tail after the op list (lib/plan/CONTRACTS.md "Around the pipeline"); all
+  /// empty at DP 1, where the iteration is the pipeline alone. Per stage: the gradient reduction
+  /// (all-reduce at ZeRO 0, reduce-scatter at ZeRO 1) on the device's DP stream, and at ZeRO 1 the
+  /// parameter all-gather after the optimizer step; per device: the optimizer step.
+  std::vector<double> grad_sync_ms;
+  std::vector<double> param_gather_ms;
+  std::vector<double> optimizer_ms;
+
   [[nodiscard]] double bandwidth(int from, int to) const {
     return link_bandwidth[static_cast<std::size_t>(from) * devices + to];
   }
@@ -58,8 +71,24 @@ struct SimInput {
 
 /// Bytes of parameter state per parameter (lib/plan/CONTRACTS.md "Memory"): weights in `dtype`, fp32
 /// gradient, and the optimizer part (fp32 master copy unless dtype is fp32, Adam moments 8 B)
-/// divided by `dp`. bf16, dp 1: 2 + 4 + (4 + 8) = 18.
-[[nodiscard]] double param_state_bytes(DType dtype, int dp);
+/// divided by `optimizer_shards` (1 at ZeRO 0; at ZeRO 1 the DP size for dense parameters, D/E for
+/// routed experts: optimizer_shards()). bf16, 1 shard: 2 + 4 + (4 + 8) = 18.
+[[nodiscard]] double param_state_bytes(DType dtype, int optimizer_shards);
+
+/// Over how many ranks the optimizer state of a parameter is sharded: 1 at ZeRO 0, else the size
+/// of the group that reduces its gradient (dp for dense parameters, dp / ep for routed experts).
+[[nodiscard]] int optimizer_shards(int zero, int dp, int ep, bool routed_expert);
+
+/// Bytes a fused AdamW step streams per parameter it updates: reads the fp32 master (or the fp32
+/// weights), the fp32 gradient and both moments; writes master and moments, and the weights in
+/// the training dtype when a master copy exists. bf16: 16 + 12 + 2 = 30; fp32: 16 + 12 = 28.
+[[nodiscard]] double optimizer_step_bytes(DType dtype);
+
+/// Ring collectives over `ranks` ranks on `link` (bandwidth GB/s per direction, latency µs), in
+/// ms: reduce-scatter and all-gather move (n−1)/n of `bytes` and pay n−1 latencies; an all-reduce
+/// is both. 0 for one rank.
+[[nodiscard]] double ring_collective_ms(double bytes, int ranks, double bandwidth_gbs, double latency_us,
+                                        int phases);
 
 /// Sums the layers of each stage. Throws octo::Error when a stage's layer range is outside the
 /// profile.
@@ -69,6 +98,11 @@ struct SimInput {
 [[nodiscard]] std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,
                                                                 const std::vector<Stage>& stages, int devices,
                                                                 double bytes_per_param);
+/// Same, routed-expert parameters (StageCost::expert_params) at `expert_bytes_per_param`.
+[[nodiscard]] std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,
+                                                                const std::vector<Stage>& stages, int devices,
+                                                                double bytes_per_param,
+                                                                double expert_bytes_per_param);
 
 /// Builds the simulator input for `plan` (its stages, devices, tp, dp, micro_batch, seq) from
 /// already-loaded inputs. Links: cluster.link(a, b) (intra vs inter node), overridden by the

@@ -70,6 +70,7 @@ struct Simulator::State {
   std::vector<std::int32_t> grad_recv;      ///< [s * M + m]: RECV of the gradient B(s, m) produced
   std::vector<PairQueue> pairs;             ///< [from * D + to]
   std::vector<std::int64_t> memory_change;  ///< [s * kOpKinds + kind]: activation bytes op kind adds
+  std::vector<std::pair<double, std::int32_t>> ready;  ///< DP tail: (last backward end, stage)
   SimResult result;
 };
 
@@ -474,6 +475,73 @@ struct Simulator::Run {
         heads);
   }
 
+  /// EP all-to-all time inside compute op `op` (sim_input.hpp StageCost::ep_f_ms / ep_b_ms).
+  [[nodiscard]] double op_ep_ms(const Op& op) const {
+    const StageCost& c = in.stages[static_cast<std::size_t>(op.stage)];
+    switch (op.kind) {
+      case OpKind::F:
+      case OpKind::R:
+        return c.ep_f_ms;
+      case OpKind::B:
+      case OpKind::BW:
+        return c.ep_b_ms;
+      default:
+        return 0;
+    }
+  }
+
+  /// The DP tail after the op lists (lib/plan/CONTRACTS.md "Around the pipeline"): on each
+  /// device's DP stream, the gradient reduction of each of its stages starts when the stage's last
+  /// backward op (B, W or BW of any micro-batch) has ended and the stream is free, in the order the
+  /// stages become ready, overlapping the backward work still running; the optimizer step starts
+  /// once the device's compute stream and its reductions are done; at ZeRO 1 the parameter
+  /// all-gathers follow it. Extends the makespan and adds the step to the device's busy time.
+  void data_parallel_tail() {
+    auto& s = st;
+    SimResult& r = s.result;
+    for (int d = 0; d < D; ++d) {
+      s.ready.clear();
+      for (int stage = 0; stage < S; ++stage) {
+        if (plan.stages[static_cast<std::size_t>(stage)].device != d) continue;
+        double ready = 0;
+        for (int m = 0; m < M; ++m)
+          for (OpKind k : {OpKind::B, OpKind::W, OpKind::BW}) {
+            const std::int32_t id = compute(stage, m, k);
+            if (id != kNone) ready = std::max(ready, node(id).end);
+          }
+        s.ready.emplace_back(ready, stage);
+      }
+      std::sort(s.ready.begin(), s.ready.end());
+      DeviceMetrics& dm = r.devices[static_cast<std::size_t>(d)];
+      std::vector<TailOp>* trace = r.tail.empty() ? nullptr : &r.tail[static_cast<std::size_t>(d)];
+      if (trace) trace->clear();
+      double t = 0;
+      for (const auto& [ready, stage] : s.ready) {
+        const double dur = in.grad_sync_ms[static_cast<std::size_t>(stage)];
+        const double start = std::max(t, ready);
+        t = start + dur;
+        dm.dp_comm_ms += dur;
+        if (trace) trace->push_back({TailOp::Kind::GradSync, stage, {start, t}});
+      }
+      const std::int32_t last = s.tail[static_cast<std::size_t>(2 * d)];
+      const double compute_end = last != kNone ? node(last).end : 0;
+      const double step = in.optimizer_ms.empty() ? 0 : in.optimizer_ms[static_cast<std::size_t>(d)];
+      const double start = std::max(t, compute_end);
+      t = start + step;
+      dm.optimizer_ms = step;
+      if (trace) trace->push_back({TailOp::Kind::Optimizer, -1, {start, t}});
+      if (!in.param_gather_ms.empty()) {
+        for (const auto& entry : s.ready) {
+          const double dur = in.param_gather_ms[static_cast<std::size_t>(entry.second)];
+          if (trace) trace->push_back({TailOp::Kind::ParamGather, entry.second, {t, t + dur}});
+          t += dur;
+          dm.dp_comm_ms += dur;
+        }
+      }
+      r.makespan_ms = std::max(r.makespan_ms, t);
+    }
+  }
+
   /// Metrics: busy/idle, memory in list order (= time order on one device), critical path.
   void measure(const SimOptions& options) {
     auto& s = st;
@@ -490,6 +558,9 @@ struct Simulator::Run {
       }
     }
     r.devices.assign(static_cast<std::size_t>(D), DeviceMetrics{});
+    r.pipeline_end_ms = r.makespan_ms;
+    r.tail.resize(options.record_timeline && !in.grad_sync_ms.empty() ? static_cast<std::size_t>(D) : 0);
+    if (!in.grad_sync_ms.empty()) data_parallel_tail();
     r.live_activation_bytes.resize(options.record_timeline ? static_cast<std::size_t>(D) : 0);
     r.fits_memory = true;
     r.max_peak_memory_bytes = 0;
@@ -505,6 +576,8 @@ struct Simulator::Run {
             activation_change(static_cast<OpKind>(k), rc, sizes);
     }
     const std::int64_t* const change = s.memory_change.data();
+    bool ep_f = false;
+    for (const StageCost& c : in.stages) ep_f = ep_f || c.ep_f_ms > 0 || c.ep_b_ms > 0;
     for (int d = 0; d < D; ++d) {
       DeviceMetrics& dm = r.devices[static_cast<std::size_t>(d)];
       dm.static_bytes = in.static_bytes.empty() ? 0 : in.static_bytes[static_cast<std::size_t>(d)];
@@ -529,12 +602,14 @@ struct Simulator::Run {
         }
         ++dm.compute_ops;
         dm.busy_ms += dur;
+        if (ep_f) dm.ep_comm_ms += op_ep_ms(op);
         live += change[static_cast<std::size_t>(op.stage) * kOpKinds + static_cast<std::size_t>(op.kind)];
         peak = std::max(peak, live);
         live_mb += live_microbatch_change(op.kind);
         peak_mb = std::max(peak_mb, live_mb);
         if (live_after) live_after->push_back(live);
       }
+      dm.busy_ms += dm.optimizer_ms;
       dm.peak_activation_bytes = peak;
       dm.peak_memory_bytes = dm.static_bytes + peak;
       dm.peak_live_microbatches = peak_mb;

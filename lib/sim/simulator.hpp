@@ -51,6 +51,19 @@ struct DeviceMetrics {
   int peak_live_microbatches = 0;
   int compute_ops = 0;
   int comm_ops = 0;
+  /// The data-parallel tail (0 at DP 1): Σ gradient reductions and parameter all-gathers on the
+  /// device's DP stream, and its optimizer step (on the compute stream, counted in busy_ms).
+  double dp_comm_ms = 0;
+  double optimizer_ms = 0;
+  double ep_comm_ms = 0;  ///< Σ EP all-to-all time inside the device's compute ops
+};
+
+/// One piece of the data-parallel tail, for traces.
+struct TailOp {
+  enum class Kind : std::uint8_t { GradSync, Optimizer, ParamGather };
+  Kind kind = Kind::GradSync;
+  int stage = -1;  ///< GradSync / ParamGather: the stage; Optimizer: -1 (the whole device)
+  SpanMs span;
 };
 
 struct SimResult {
@@ -70,6 +83,10 @@ struct SimResult {
   /// (a comm op repeats the value before it): with the timeline, the memory-over-time curve of
   /// each device (static_bytes below it). Empty unless SimOptions::record_timeline.
   std::vector<std::vector<std::int64_t>> live_activation_bytes;
+  /// pipeline_end_ms: the end of the last op of the op lists; makespan_ms adds the DP tail.
+  double pipeline_end_ms = 0;
+  /// tail[d]: device d's DP tail in time order; empty unless SimOptions::record_timeline.
+  std::vector<std::vector<TailOp>> tail;
 };
 
 /// Reusable simulator: keeps its flat per-op buffers between runs (the tuner's inner loop).

@@ -21,6 +21,8 @@ const char* color_of(const std::string& kind) {
   if (kind == "R") return "rail_animation";
   if (kind == "SEND" || kind == "RECV") return "grey";
   if (kind == "xfer") return "rail_load";
+  if (kind == "grad-sync" || kind == "param-gather") return "thread_state_iowait";
+  if (kind == "optimizer") return "cq_build_running";
   return "generic_work";
 }
 
@@ -164,6 +166,35 @@ Timeline sim_timeline(const Plan& plan, const SimResult& result) {
         if (k < static_cast<std::int64_t>(ids.size())) s.flow_in = ids[static_cast<std::size_t>(k)];
         tl.slices.push_back(std::move(s));
       }
+    }
+  }
+  // The data-parallel tail: its reductions on a "data parallel" track per device, the optimizer
+  // step on the device's compute track.
+  for (std::size_t d = 0; d < result.tail.size(); ++d) {
+    const int dp_track = tl.track(fmt::format("device {}", d), "data parallel");
+    for (const TailOp& t : result.tail[d]) {
+      TraceSlice s;
+      s.start_us = ms_to_us(t.span.start_ms);
+      s.dur_us = ms_to_us(t.span.duration_ms());
+      switch (t.kind) {
+        case TailOp::Kind::GradSync:
+          s.kind = "grad-sync";
+          s.name = fmt::format("grad sync s{}", t.stage);
+          s.track = dp_track;
+          break;
+        case TailOp::Kind::ParamGather:
+          s.kind = "param-gather";
+          s.name = fmt::format("param all-gather s{}", t.stage);
+          s.track = dp_track;
+          break;
+        case TailOp::Kind::Optimizer:
+          s.kind = "optimizer";
+          s.name = "optimizer step";
+          s.track = static_cast<int>(2 * d);
+          break;
+      }
+      if (t.stage >= 0) s.args = {{"stage", t.stage}};
+      tl.slices.push_back(std::move(s));
     }
   }
   return tl;

@@ -35,8 +35,10 @@ DeviceKind parse_device(const MapReader& top) {
 
 ClusterSpec parse(std::string_view text, const std::string& source) {
   YAML::Node root = yaml::parse_document(
-      text, source, "a cluster description: name, nodes, devices_per_node, device, links, parallel");
-  MapReader top(root, source, "", {"name", "nodes", "devices_per_node", "device", "links", "parallel"});
+      text, source,
+      "a cluster description: name, nodes, devices_per_node, nvlink_domain, device, links, parallel");
+  MapReader top(root, source, "",
+                {"name", "nodes", "devices_per_node", "nvlink_domain", "device", "links", "parallel"});
   ClusterSpec c;
   c.source = source;
   c.name = top.string("name");
@@ -44,6 +46,13 @@ ClusterSpec parse(std::string_view text, const std::string& source) {
   c.devices_per_node = static_cast<int>(top.integer("devices_per_node", 1, 1 << 10));
   if (static_cast<std::int64_t>(c.nodes) * c.devices_per_node > (1 << 20))
     top.fail("nodes", "nodes * devices_per_node is too large", "at most 1048576 devices");
+  c.nvlink_domain = static_cast<int>(top.integer_or("nvlink_domain", 0, 1, c.world()));
+  if (c.nvlink_domain > 0 && c.nvlink_domain % c.devices_per_node != 0 &&
+      c.devices_per_node % c.nvlink_domain != 0)
+    top.fail("nvlink_domain",
+             fmt::format("{} devices neither divide nor are a multiple of the {} devices of a node",
+                         c.nvlink_domain, c.devices_per_node),
+             "a divisor or a multiple of devices_per_node (default: the node)");
   c.device_kinds.push_back(parse_device(top));
   c.device_kind_of.assign(static_cast<std::size_t>(c.world()), 0);
 
@@ -51,10 +60,15 @@ ClusterSpec parse(std::string_view text, const std::string& source) {
   c.intra_node = parse_link(links, "intra_node");
   c.inter_node = parse_link(links, "inter_node");
 
-  MapReader par = top.map("parallel", {"tp", "dp", "pp"});
+  MapReader par = top.map("parallel", {"tp", "dp", "pp", "ep", "zero"});
   c.tp = static_cast<int>(par.integer_or("tp", 1, 1, c.world()));
   c.dp = static_cast<int>(par.integer_or("dp", 1, 1, c.world()));
   c.pp = static_cast<int>(par.integer_or("pp", 0, 1, c.world()));
+  c.ep = static_cast<int>(par.integer_or("ep", 1, 1, c.world()));
+  c.zero = static_cast<int>(par.integer_or("zero", 0, 0, 1));
+  if (c.dp % c.ep != 0)
+    par.fail("ep", fmt::format("{} does not divide dp {}", c.ep, c.dp),
+             "an ep dividing parallel.dp (an expert group is ep consecutive data-parallel ranks)");
   const std::int64_t tp_dp = static_cast<std::int64_t>(c.tp) * c.dp;
   if (c.pp > 0) {
     if (tp_dp * c.pp > c.world())
@@ -82,12 +96,25 @@ const DeviceKind& ClusterSpec::device(int rank) const {
 
 int ClusterSpec::node_of_pipeline_device(int d) const {
   if (d < 0) fail("cluster {}: negative pipeline device {}", name, d);
-  // The first rank of the device's TP group decides its node.
-  return static_cast<int>(static_cast<std::int64_t>(d) * tp / devices_per_node);
+  // Megatron's rank order (plan/rank_layout.hpp): pipeline device d runs ranks
+  // [d*tp*dp, (d+1)*tp*dp); its first rank decides its node.
+  return static_cast<int>(static_cast<std::int64_t>(d) * tp * dp / devices_per_node);
 }
 
 const LinkSpec& ClusterSpec::link(int a, int b) const {
-  return node_of_pipeline_device(a) == node_of_pipeline_device(b) ? intra_node : inter_node;
+  return link_between_ranks(static_cast<std::int64_t>(a) * tp * dp, static_cast<std::int64_t>(b) * tp * dp);
+}
+
+const LinkSpec& ClusterSpec::link_between_ranks(std::int64_t a, std::int64_t b) const {
+  const std::int64_t domain = nvlink_domain_size();
+  return a / domain == b / domain ? intra_node : inter_node;
+}
+
+const LinkSpec& ClusterSpec::group_link(int first_rank, int stride, int size) const {
+  if (size <= 1) return intra_node;
+  const std::int64_t last =
+      static_cast<std::int64_t>(first_rank) + static_cast<std::int64_t>(stride) * (size - 1);
+  return link_between_ranks(first_rank, last);
 }
 
 ClusterSpec parse_cluster(std::string_view yaml_text, const std::string& source) {

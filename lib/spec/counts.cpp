@@ -13,6 +13,8 @@
 
 #include "core/error.hpp"
 #include "spec/kind.hpp"
+#include "spec/kinds/latent_moe.hpp"
+#include "spec/kinds/moe.hpp"
 
 namespace octo {
 namespace {
@@ -43,6 +45,8 @@ LayerCounts to_counts(const PartCounts& p, const ModelSpec& m, BlockKind last, d
   c.other_flops = p.other;
   c.forward_flops = p.matmul + p.attention + p.scan + p.other;
   c.activation_bytes = saturate(p.kept);
+  c.routed_expert_params = saturate(p.routed);
+  c.dispatch_bytes = saturate(p.dispatch);
   c.output_bytes = last == BlockKind::LmHead
                        ? 0
                        : saturate(b * s * static_cast<double>(m.hidden) * dtype_bytes(m.training.dtype));
@@ -72,6 +76,8 @@ LayerCounts layer_counts(const ModelSpec& model, std::size_t layer, int micro_ba
     sum.scan += p.scan;
     sum.other += p.other;
     sum.kept += p.kept;
+    sum.routed += p.routed;
+    sum.dispatch += p.dispatch;
   }
   sum.active = active;
   BlockKind last = parts.empty() ? BlockKind::Mlp : parts.back();
@@ -88,6 +94,12 @@ std::int64_t active_params(const ModelSpec& model) {
   std::int64_t total = 0;
   for (std::size_t i = 0; i < model.layers.size(); ++i) total += layer_counts(model, i, 1, 1).active_params;
   return total;
+}
+
+int routed_experts(const ModelSpec& model) {
+  if (const auto* moe = model.sections.find<MoeSpec>()) return moe->experts;
+  if (const auto* latent = model.sections.find<LatentMoeSpec>()) return latent->moe.experts;
+  return 0;
 }
 
 }  // namespace octo

@@ -38,7 +38,9 @@ struct PartCounts {
   double attention = 0;
   double scan = 0;
   double other = 0;
-  double kept = 0;  ///< activation bytes kept from F for B and W
+  double kept = 0;      ///< activation bytes kept from F for B and W
+  double routed = 0;    ///< routed-expert parameters (part of params; sharded over the expert group)
+  double dispatch = 0;  ///< bytes of the routed token copies one all-to-all moves (T * top_k * width * D)
 };
 
 /// A registered layer kind. Every block part has a pre-RMSNorm of `hidden` weights, which its

@@ -76,6 +76,11 @@ struct LayerCounts {
   double attention_flops = 0;  ///< attention scores and values (quadratic in seq)
   double scan_flops = 0;       ///< Mamba depthwise conv and selective scan (memory-bound in practice)
   double other_flops = 0;      ///< LM head softmax / cross-entropy
+  /// Routed-expert parameters (part of params): what expert parallelism shards (0 without MoE).
+  std::int64_t routed_expert_params = 0;
+  /// Bytes of routed token copies one MoE dispatch (or combine) all-to-all moves for the whole
+  /// micro-batch: tokens x top_k x the width the experts run at x dtype bytes (0 without MoE).
+  std::int64_t dispatch_bytes = 0;
 };
 
 /// Counts of all parts of model layer `layer`. Throws octo::Error when `layer` is out of range.
@@ -87,5 +92,8 @@ struct LayerCounts {
                                       std::int64_t seq);
 [[nodiscard]] std::int64_t total_params(const ModelSpec& model);
 [[nodiscard]] std::int64_t active_params(const ModelSpec& model);
+/// Routed experts per MoE layer of the model (its moe or latent_moe section; 0 without one): what
+/// the expert-parallel size must divide.
+[[nodiscard]] int routed_experts(const ModelSpec& model);
 
 }  // namespace octo

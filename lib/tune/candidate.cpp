@@ -53,6 +53,8 @@ Plan Evaluator::skeleton(const Candidate& c) const {
   plan.devices = pp_;
   plan.tp = inputs_.cluster.tp;
   plan.dp = inputs_.cluster.dp;
+  plan.ep = inputs_.cluster.ep;
+  plan.zero = inputs_.cluster.zero;
   plan.microbatches = m_;
   plan.micro_batch = inputs_.model.training.micro_batch;
   plan.seq = inputs_.model.seq_len;

@@ -14,7 +14,10 @@ namespace {
 double static_bytes_per_device(const PlannerInputs& in) {
   double params = 0;
   for (const LayerCost& l : in.costs.layers) params += static_cast<double>(l.params);
-  return params * param_state_bytes(in.model.training.dtype, std::max(in.cluster.dp, 1)) / std::max(in.pp, 1);
+  return params *
+         param_state_bytes(in.model.training.dtype,
+                           optimizer_shards(in.cluster.zero, in.cluster.dp, in.cluster.ep, false)) /
+         std::max(in.pp, 1);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/units.hpp"
+#include "tune/parallel_search.hpp"
 
 namespace octo {
 namespace {
@@ -103,6 +104,14 @@ std::string format_plan_summary(const PlannerInputs& in, const TuneResult& r) {
       "octopipe plan: {} on {} — {} pipeline devices (tp {}, dp {}), {} micro-batches of {} x {} tokens\n",
       in.model.name, in.cluster.name, plan.devices, plan.tp, plan.dp, plan.microbatches, plan.micro_batch,
       plan.seq);
+  if (plan.tp > 1 || plan.dp > 1 || plan.ep > 1) {
+    // What the groups around the pipeline cost, as shares of the iteration (tune/parallel_search.hpp).
+    const CommShares shares = comm_shares(in, plan, r.sim);
+    out += fmt::format(
+        "around the pipeline: tp {} dp {} ep {} zero {}; DP reduction + optimizer step {:.1f} % of the "
+        "iteration, EP all-to-alls {:.1f} %, TP collectives {:.1f} % (largest device)\n",
+        plan.tp, plan.dp, plan.ep, plan.zero, 100 * shares.dp, 100 * shares.ep, 100 * shares.tp);
+  }
   out += fmt::format(
       "search: {} candidates in {:.1f} s ({}), {} improvements; started from {}; result from {}\n",
       r.stats.evaluations, r.stats.elapsed_s, r.stats.stopped_by, r.stats.improvements, r.stats.start,

@@ -63,7 +63,9 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
                                        std::span<const double> work) {
   const int p = ev.devices(), m = ev.microbatches();
   const int layers = static_cast<int>(work.size());
-  const double bpp = param_state_bytes(inputs.model.training.dtype, std::max(inputs.cluster.dp, 1));
+  const double bpp =
+      param_state_bytes(inputs.model.training.dtype,
+                        optimizer_shards(inputs.cluster.zero, inputs.cluster.dp, inputs.cluster.ep, false));
   std::vector<double> layer_static(static_cast<std::size_t>(layers)),
       layer_f(static_cast<std::size_t>(layers));
   double act = 0;

@@ -42,6 +42,8 @@ PartCounts count(const ModelSpec& model, const CountShape& s) {
   const double dense = h * E + 2 * h * l;  // router, down and up projections
   PartCounts p;
   p.params = h + dense + E * expert + S * shared;
+  p.routed = E * expert;
+  p.dispatch = T * k * l * D;  // the experts run at the latent width, so the tokens travel at it
   p.active = h + dense + k * expert + S * shared;
   p.matmul = 2 * T * (dense + k * expert + S * shared);
   p.kept =

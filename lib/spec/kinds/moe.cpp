@@ -50,6 +50,8 @@ PartCounts count(const ModelSpec& model, const CountShape& s) {
   const double shared = mlp_weights(e.activation, h, fs);
   PartCounts p;
   p.params = h + h * E + E * expert + S * shared;
+  p.routed = E * expert;
+  p.dispatch = T * k * h * D;
   p.active = h + h * E + k * expert + S * shared;
   p.matmul = 2 * T * (h * E + k * expert + S * shared);
   p.kept = D * T * (2 * h + 2 * k * h + k * mlp_inner(e.activation, fe) + S * mlp_inner(e.activation, fs)) +

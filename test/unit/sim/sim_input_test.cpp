@@ -75,10 +75,12 @@ TEST_CASE("make_sim_input from loaded inputs: links by node, p2p override, stati
   in.model.training.dtype = DType::BF16;
   in.model.seq_len = 512;
   in.costs = four_layers();
+  // Megatron's rank order (plan/rank_layout.hpp): at DP 2 pipeline device d runs ranks 2d, 2d+1,
+  // so devices 0, 1 (ranks 0-3) share node 0 and devices 2, 3 node 1.
   in.cluster.nodes = 2;
-  in.cluster.devices_per_node = 2;
+  in.cluster.devices_per_node = 4;
   in.cluster.device_kinds = {DeviceKind{"x", 16}};
-  in.cluster.device_kind_of = {0, 0, 0, 0};
+  in.cluster.device_kind_of = {0, 0, 0, 0, 0, 0, 0, 0};
   in.cluster.intra_node = LinkSpec{100, 2};  // 100 GB/s = 1e8 B/ms, 2 µs
   in.cluster.inter_node = LinkSpec{25, 10};  // 2.5e7 B/ms, 10 µs
   in.memory_limit_bytes = 1e9;
@@ -86,6 +88,7 @@ TEST_CASE("make_sim_input from loaded inputs: links by node, p2p override, stati
   Plan plan;
   plan.devices = 4;
   plan.dp = 2;
+  plan.zero = 1;  // the distributed optimizer: the optimizer state divided by DP
   plan.microbatches = 8;
   plan.micro_batch = 2;
   plan.seq = 0;  // the model's
@@ -103,7 +106,7 @@ TEST_CASE("make_sim_input from loaded inputs: links by node, p2p override, stati
   // 1000 B at 1e8 B/ms + 2 µs.
   CHECK(s.transfer_ms(0, 1, 1000) == Approx(0.002 + 1e-5));
   CHECK(s.static_bytes ==
-        std::vector<std::int64_t>{1000 * 12, 2000 * 12, 3000 * 12, 4000 * 12});  // bf16, dp 2
+        std::vector<std::int64_t>{1000 * 12, 2000 * 12, 3000 * 12, 4000 * 12});  // bf16, dp 2, zero 1
   CHECK(s.memory_limit_bytes == std::vector<std::int64_t>(4, 1000000000));
   CHECK(s.tokens_per_iteration == Approx(8.0 * 2 * 512 * 2));
 

@@ -1,0 +1,399 @@
+#include "tune/parallel_search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "cost/estimate.hpp"
+#include "cost/profile_io.hpp"
+#include "sim/lower_bound.hpp"
+#include "sim/sim_input.hpp"
+
+namespace octo {
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+/// The largest micro-batch size tried: beyond it activations grow while the bubble no longer shrinks.
+constexpr int kMaxMicroBatch = 8;
+
+int global_batch_of(const ModelSpec& model, const ClusterSpec& cluster) {
+  if (model.training.global_batch > 0) return model.training.global_batch;
+  return model.training.micro_batch * 2 * cluster.world();
+}
+
+/// Static bytes per pipeline device from the model's own counts (no costs needed): dense
+/// parameters / T, routed experts / (E·T), at the contract's bytes per parameter, spread evenly
+/// over PP. Never more than any partition's busiest device needs (the costs round per-rank counts
+/// up), so a factorization it rules out cannot fit.
+double analytic_static_bytes(const ModelSpec& model, const Factorization& f) {
+  double dense = 0, expert = 0;
+  for (std::size_t l = 0; l < model.layers.size(); ++l) {
+    const LayerCounts c = layer_counts(model, l, 1, 1);
+    dense += static_cast<double>(c.params - c.routed_expert_params);
+    expert += static_cast<double>(c.routed_expert_params);
+  }
+  const DType dtype = model.training.dtype;
+  const double bytes = dense / f.tp * param_state_bytes(dtype, optimizer_shards(f.zero, f.dp, f.ep, false)) +
+                       expert / (static_cast<double>(f.ep) * f.tp) *
+                           param_state_bytes(dtype, optimizer_shards(f.zero, f.dp, f.ep, true));
+  return bytes / f.pp;
+}
+
+double device_memory_bytes(const ClusterSpec& cluster) { return cluster.device(0).memory_gib * kGiB; }
+
+/// The smallest node count of `cluster`'s kind at which some factorization's static memory fits
+/// `limit` bytes per device; 0 when none up to 1024 × the nodes does.
+int smallest_fitting_nodes(const ModelSpec& model, ClusterSpec cluster, double limit) {
+  const int max_nodes = std::min(cluster.nodes * 1024, 1 << 16);
+  for (int nodes = cluster.nodes + 1; nodes <= max_nodes; ++nodes) {
+    cluster.nodes = nodes;
+    cluster.device_kind_of.assign(static_cast<std::size_t>(cluster.world()), 0);
+    for (const Factorization& f : enumerate_factorizations(model, cluster, 1, 0))
+      if (analytic_static_bytes(model, f) <= limit) return nodes;
+  }
+  return 0;
+}
+
+std::string no_fit_message(const PlannerInputs& base, double limit) {
+  const ModelSpec& model = base.model;
+  const ClusterSpec& cluster = base.cluster;
+  const double params = static_cast<double>(total_params(model));
+  const double per_param = param_state_bytes(model.training.dtype, 1);
+  const double weights = dtype_bytes(model.training.dtype);
+  const double state = params * per_param;
+  const double world = cluster.world();
+  std::string msg = fmt::format(
+      "no factorization of cluster {} fits model {}: its {:.1f} B parameters x {:g} B (weights {:g} + fp32 "
+      "gradient 4 + optimizer state {:g}) = {:.0f} GiB of static state",
+      cluster.name, model.name, params / 1e9, per_param, weights, per_param - weights - 4, to_gib(state));
+  if (state > world * limit)
+    msg += fmt::format(" > {} x {:.0f} GiB = {:.0f} GiB, all the devices together", cluster.world(),
+                       to_gib(limit), to_gib(world * limit));
+  else
+    msg += fmt::format(
+        " (ZeRO-1 and expert parallelism cannot spread it evenly enough over {} x {:.0f} GiB devices once "
+        "activations are added)",
+        cluster.world(), to_gib(limit));
+  const int nodes = smallest_fitting_nodes(model, cluster, limit);
+  if (nodes > 0)
+    msg += fmt::format(
+        "; the smallest cluster of {} that holds the static state is {} nodes x {} = {} devices (run the "
+        "search there: activations come on top)",
+        cluster.device(0).name, nodes, cluster.devices_per_node, nodes * cluster.devices_per_node);
+  return msg;
+}
+
+/// The time of `plan`'s TP collectives per device (ms), in the estimator's model.
+double max_tp_ms(const PlannerInputs& inputs, const Plan& plan) {
+  if (plan.tp <= 1) return 0;
+  const std::int64_t seq = plan.seq > 0 ? plan.seq : inputs.model.seq_len;
+  std::vector<TpCollectiveMs> stage(plan.stages.size());
+  for (std::size_t s = 0; s < plan.stages.size(); ++s)
+    for (int l = plan.stages[s].first_layer; l < plan.stages[s].end_layer; ++l) {
+      const TpCollectiveMs t = tp_collective_ms(inputs.model, inputs.cluster, static_cast<std::size_t>(l),
+                                                std::max(plan.micro_batch, 1), seq, plan.tp);
+      stage[s].f_ms += t.f_ms;
+      stage[s].b_ms += t.b_ms;
+    }
+  double best = 0;
+  for (const auto& program : plan.programs) {
+    double ms = 0;
+    for (const Op& op : program) {
+      if (op.kind == OpKind::F || op.kind == OpKind::R) ms += stage[static_cast<std::size_t>(op.stage)].f_ms;
+      if (op.kind == OpKind::B || op.kind == OpKind::BW) ms += stage[static_cast<std::size_t>(op.stage)].b_ms;
+    }
+    best = std::max(best, ms);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string describe(const Factorization& f) {
+  return fmt::format("tp {} pp {} dp {} ep {} zero {} mb {} x {}", f.tp, f.pp, f.dp, f.ep, f.zero,
+                     f.micro_batch, f.microbatches);
+}
+
+std::string_view to_string(FactorizationStatus status) {
+  switch (status) {
+    case FactorizationStatus::Tuned:
+      return "tuned";
+    case FactorizationStatus::TooBig:
+      return "static memory too big";
+    case FactorizationStatus::PrunedByBound:
+      return "pruned: bound >= best";
+    case FactorizationStatus::NotTuned:
+      return "not tuned (bound rank)";
+    case FactorizationStatus::Failed:
+      return "refused";
+  }
+  return "?";
+}
+
+std::vector<Factorization> enumerate_factorizations(const ModelSpec& model, const ClusterSpec& cluster,
+                                                    int zero, int ep) {
+  const int world = cluster.world();
+  const int layers = static_cast<int>(model.layers.size());
+  const int experts = routed_experts(model);
+  const int global = global_batch_of(model, cluster);
+  std::vector<Factorization> out;
+  for (int tp : divisors(std::min(cluster.nvlink_domain_size(), world))) {
+    if (world % tp != 0) continue;
+    try {
+      check_tensor_parallel(model, tp);
+    } catch (const Error&) {
+      continue;  // the model's heads (or another sharded size) do not split that way
+    }
+    for (int pp : divisors(world / tp)) {
+      if (pp > layers) continue;
+      const int dp = world / (tp * pp);
+      for (int e : divisors(dp)) {
+        if (e > 1 && (experts == 0 || experts % e != 0)) continue;
+        if (ep > 0 && e != ep) continue;
+        for (int z = 0; z <= 1; ++z) {
+          if (dp == 1 && z == 1) continue;  // nothing to shard over
+          if (zero >= 0 && dp > 1 && z != zero) continue;
+          for (int mb = 1; mb <= kMaxMicroBatch && static_cast<std::int64_t>(mb) * dp <= global; mb *= 2) {
+            if (global % (mb * dp) != 0) continue;
+            out.push_back(Factorization{tp, pp, dp, e, z, mb, global / (mb * dp)});
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+PlannerInputs apply_factorization(const PlannerInputs& base, const Factorization& f) {
+  PlannerInputs in = base;
+  in.cluster.tp = f.tp;
+  in.cluster.dp = f.dp;
+  in.cluster.pp = f.pp;
+  in.cluster.ep = f.ep;
+  in.cluster.zero = f.zero;
+  in.model.training.micro_batch = f.micro_batch;
+  in.pp = f.pp;
+  in.microbatches = f.microbatches;
+  in.costs = estimate_costs(in.model, in.cluster);
+  in.costs_yaml = costs_to_yaml(in.costs);
+  return in;
+}
+
+double balanced_static_bytes(const PlannerInputs& inputs) {
+  Plan p;
+  p.devices = 1;
+  p.tp = inputs.cluster.tp;
+  p.dp = inputs.cluster.dp;
+  p.ep = inputs.cluster.ep;
+  p.zero = inputs.cluster.zero;
+  p.micro_batch = inputs.model.training.micro_batch;
+  p.seq = inputs.model.seq_len;
+  p.stages = {Stage{0, static_cast<std::int32_t>(inputs.model.layers.size()), 0, false}};
+  const SimInput in = make_sim_input(p, inputs);
+  return static_cast<double>(in.static_bytes[0]) / std::max(inputs.pp, 1);
+}
+
+CommShares comm_shares(const PlannerInputs& inputs, const Plan& plan, const SimResult& sim) {
+  CommShares s;
+  if (!(sim.makespan_ms > 0)) return s;
+  for (const DeviceMetrics& d : sim.devices) {
+    s.dp = std::max(s.dp, (d.dp_comm_ms + d.optimizer_ms) / sim.makespan_ms);
+    s.ep = std::max(s.ep, d.ep_comm_ms / sim.makespan_ms);
+  }
+  s.tp = max_tp_ms(inputs, plan) / sim.makespan_ms;
+  return s;
+}
+
+ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSearchOptions& options) {
+  const std::vector<Factorization> all =
+      enumerate_factorizations(base.model, base.cluster, options.zero, options.ep);
+  if (all.empty())
+    fail(
+        "--search-parallel: no factorization of the {} devices of cluster {} suits model {} (global batch "
+        "{}, {} "
+        "layers)",
+        base.cluster.world(), base.cluster.name, base.model.name, global_batch_of(base.model, base.cluster),
+        base.model.layers.size());
+  const double limit =
+      base.memory_limit_bytes > 0 ? base.memory_limit_bytes : device_memory_bytes(base.cluster);
+  ParallelSearchResult result;
+  result.rows.resize(all.size());
+  std::vector<PlannerInputs> inputs(all.size());
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    FactorizationRow& row = result.rows[i];
+    row.f = all[i];
+    if (analytic_static_bytes(base.model, row.f) > limit) {
+      row.static_bytes = analytic_static_bytes(base.model, row.f);
+      row.status = FactorizationStatus::TooBig;
+      continue;
+    }
+    try {
+      inputs[i] = apply_factorization(base, row.f);
+      inputs[i].memory_limit_bytes = limit;
+      row.static_bytes = balanced_static_bytes(inputs[i]);
+      if (row.static_bytes > limit) {
+        row.status = FactorizationStatus::TooBig;
+        continue;
+      }
+      Plan skeleton;
+      skeleton.devices = row.f.pp;
+      skeleton.tp = row.f.tp;
+      skeleton.dp = row.f.dp;
+      skeleton.ep = row.f.ep;
+      skeleton.zero = row.f.zero;
+      skeleton.micro_batch = row.f.micro_batch;
+      skeleton.microbatches = row.f.microbatches;
+      skeleton.seq = base.model.seq_len;
+      skeleton.stages = {Stage{0, static_cast<std::int32_t>(base.model.layers.size()), 0, false}};
+      row.lower_bound_ms =
+          any_plan_lower_bound(make_sim_input(layer_plan(skeleton), inputs[i]), row.f.microbatches).ms;
+      order.push_back(i);
+    } catch (const Error& e) {
+      row.status = FactorizationStatus::Failed;
+      row.note = e.what();
+    }
+  }
+  // Splits (TP, PP, DP, EP, ZeRO) in the order of their best bound over the micro-batch sizes;
+  // within a split the smallest micro-batch first: it holds the fewest activations, and when it
+  // does not fit, the larger ones are skipped.
+  const auto same_split = [](const Factorization& x, const Factorization& y) {
+    return x.tp == y.tp && x.pp == y.pp && x.dp == y.dp && x.ep == y.ep && x.zero == y.zero;
+  };
+  std::vector<double> split_bound(all.size(), std::numeric_limits<double>::infinity());
+  for (std::size_t a : order)
+    for (std::size_t b : order)
+      if (same_split(all[a], all[b]))
+        split_bound[a] = std::min(split_bound[a], result.rows[b].lower_bound_ms);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (split_bound[a] != split_bound[b]) return split_bound[a] < split_bound[b];
+    return a < b;  // enumeration order: the same split by ascending micro-batch size
+  });
+
+  const int max_tuned = std::max(options.max_tuned, 1);
+  const int to_tune = std::min<int>(max_tuned, static_cast<int>(order.size()));
+  const int most = std::min<int>(2 * max_tuned, static_cast<int>(order.size()));
+  TuneOptions topts = options.tune;
+  topts.time_budget_s = options.tune.time_budget_s / std::max(to_tune, 1);
+  if (options.tune.wall_cap_s > 0) topts.wall_cap_s = options.tune.wall_cap_s / std::max(to_tune, 1);
+  if (options.tune.max_evaluations > 0)
+    topts.max_evaluations = std::max<std::int64_t>(options.tune.max_evaluations / std::max(to_tune, 1), 1);
+  double best_ms = std::numeric_limits<double>::infinity();
+  int tuned = 0;
+  // A factorization with a low bound may still not fit once activations are counted: tuning goes
+  // on past max_tuned (up to twice as many) until one fits.
+  const int hard_cap = 2 * max_tuned;
+  for (std::size_t i : order) {
+    FactorizationRow& row = result.rows[i];
+    if (tuned >= hard_cap || (tuned >= max_tuned && result.winner >= 0)) {
+      row.status = FactorizationStatus::NotTuned;
+      continue;
+    }
+    if (row.lower_bound_ms >= best_ms) {
+      row.status = FactorizationStatus::PrunedByBound;
+      continue;
+    }
+    // The same split with no larger micro-batches did not fit: larger ones hold more activations.
+    const bool smaller_failed =
+        std::any_of(result.rows.begin(), result.rows.end(), [&](const FactorizationRow& o) {
+          return o.status == FactorizationStatus::Tuned && !o.fits && o.f.tp == row.f.tp &&
+                 o.f.pp == row.f.pp && o.f.dp == row.f.dp && o.f.ep == row.f.ep && o.f.zero == row.f.zero &&
+                 o.f.micro_batch <= row.f.micro_batch;
+        });
+    if (smaller_failed) {
+      row.status = FactorizationStatus::NotTuned;
+      row.note = "a smaller micro-batch of this split did not fit";
+      continue;
+    }
+    if (options.tune.stop && options.tune.stop->load()) break;
+    ++tuned;
+    const std::string label = describe(row.f);
+    if (options.tune.progress)
+      topts.progress = [&, label](const TuneProgress& p) {
+        TuneProgress q = p;
+        q.step = fmt::format("[{}/{}..{} {}] {}", tuned, to_tune, most, label, p.step);
+        options.tune.progress(q);
+      };
+    try {
+      TuneResult r = tune(inputs[i], topts);
+      row.status = FactorizationStatus::Tuned;
+      row.fits = r.plan.predicted->fits_memory;
+      row.iteration_ms = r.sim.makespan_ms;
+      row.tokens_per_s = r.sim.tokens_per_s;
+      row.bubble_ratio = r.sim.bubble_ratio;
+      const CommShares shares = comm_shares(inputs[i], r.plan, r.sim);
+      row.dp_share = shares.dp;
+      row.ep_share = shares.ep;
+      row.tp_share = shares.tp;
+      if (row.fits && row.iteration_ms < best_ms) {
+        best_ms = row.iteration_ms;
+        result.winner = static_cast<int>(i);
+        result.best = std::move(r);
+        result.best_inputs = inputs[i];
+      }
+    } catch (const Error& e) {
+      row.status = FactorizationStatus::Failed;
+      row.note = e.what();
+    }
+  }
+  if (result.winner < 0) result.no_fit = no_fit_message(base, limit);
+  return result;
+}
+
+std::string format_factorizations(const ParallelSearchResult& result) {
+  std::string out = fmt::format(
+      "{:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4}  {:<4} {:>11} {:>11} {:>12} {:>7} {:>6} {:>6} {:>6}  {}\n",
+      "TP", "PP", "DP", "EP", "ZeRO", "mb", "M", "fits", "static GiB", "bound ms", "iteration ms", "bubble",
+      "DP %", "EP %", "TP %", "");
+  int too_big = 0;
+  double smallest_static = 0;
+  for (std::size_t i = 0; i < result.rows.size(); ++i) {
+    const FactorizationRow& r = result.rows[i];
+    const Factorization& f = r.f;
+    if (r.status == FactorizationStatus::TooBig) {
+      smallest_static = too_big++ == 0 ? r.static_bytes : std::min(smallest_static, r.static_bytes);
+      continue;
+    }
+    const bool tuned = r.status == FactorizationStatus::Tuned;
+    const std::string bound = r.lower_bound_ms > 0 ? fmt::format("{:.1f}", r.lower_bound_ms) : "-";
+    std::string fits = r.status == FactorizationStatus::TooBig ? "no" : tuned ? (r.fits ? "yes" : "no") : "?";
+    std::string what = static_cast<int>(i) == result.winner ? "<- winner" : std::string(to_string(r.status));
+    if (!r.note.empty()) what += ": " + r.note;
+    if (tuned)
+      out += fmt::format(
+          "{:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4}  {:<4} {:>11.1f} {:>11} {:>12.1f} {:>6.1f}% {:>5.1f}% "
+          "{:>5.1f}% "
+          "{:>5.1f}%  {:.0f} tokens/s {}\n",
+          f.tp, f.pp, f.dp, f.ep, f.zero, f.micro_batch, f.microbatches, fits, to_gib(r.static_bytes), bound,
+          r.iteration_ms, 100 * r.bubble_ratio, 100 * r.dp_share, 100 * r.ep_share, 100 * r.tp_share,
+          r.tokens_per_s, what);
+    else
+      out += fmt::format(
+          "{:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4}  {:<4} {:>11.1f} {:>11} {:>12} {:>7} {:>6} {:>6} {:>6}  "
+          "{}\n",
+          f.tp, f.pp, f.dp, f.ep, f.zero, f.micro_batch, f.microbatches, fits, to_gib(r.static_bytes), bound,
+          "-", "-", "-", "-", "-", what);
+  }
+  if (too_big > 0)
+    out += fmt::format(
+        "and {} factorizations whose static memory alone exceeds a device (the least: {:.1f} GiB)\n", too_big,
+        to_gib(smallest_static));
+  if (result.winner >= 0)
+    out += fmt::format("winner: {}\n", describe(result.rows[static_cast<std::size_t>(result.winner)].f));
+  else if (!result.no_fit.empty())
+    out += result.no_fit + "\n";
+  return out;
+}
+
+}  // namespace octo

@@ -1,0 +1,116 @@
+#pragma once
+/// The factorization search (`octoplan plan|compare --search-parallel`): which TP × PP × DP (× EP)
+/// split of the cluster, which micro-batch size and count for the model's fixed global batch, and
+/// then the partition, placement and schedule of the winner.
+///
+/// 1. Enumerate (enumerate_factorizations): TP a divisor of the NVLink domain that the model's
+///    heads (and every other TP-sharded size) divide; PP × DP × TP = the world, PP at most the
+///    layers; EP a divisor of DP and of the routed experts (MoE models only); ZeRO 0 and 1 when
+///    DP > 1 (unless fixed); a micro-batch size b with global_batch divisible by b × DP, giving
+///    M = global_batch / (b × DP) micro-batches.
+/// 2. Prune without simulating: a factorization whose static memory (weights, gradients and
+///    optimizer state, perfectly balanced over the PP devices) already exceeds a device cannot fit;
+///    the others are ranked by the any-plan lower bound (sim/lower_bound.hpp) of their inputs.
+/// 3. Tune in bound order (tune/tuner.hpp, a reduced budget per factorization), at most
+///    `max_tuned` of them; a factorization whose bound is not below the best fitting iteration
+///    time found so far is pruned unseen (it cannot win, so pruning never drops the best of the
+///    tuned ones). The winner is the fastest tuned plan that fits.
+/// Deterministic for a seed and thread count: candidates are visited in a fixed order and each
+/// tune is deterministic. Progress goes to the tune options' progress callback only.
+
+#include <string>
+#include <vector>
+
+#include "cost/inputs.hpp"
+#include "tune/tuner.hpp"
+
+namespace octo {
+
+/// One way of laying the model over the cluster.
+struct Factorization {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int ep = 1;
+  int zero = 0;
+  int micro_batch = 1;   ///< sequences per micro-batch
+  int microbatches = 1;  ///< per iteration and DP replica
+  friend bool operator==(const Factorization&, const Factorization&) = default;
+};
+
+/// "tp 2 pp 4 dp 1 ep 1 zero 0 mb 1 x 64".
+[[nodiscard]] std::string describe(const Factorization& f);
+
+/// What became of one factorization.
+enum class FactorizationStatus {
+  Tuned,          ///< tuned; its figures are the tuned plan's
+  TooBig,         ///< static memory alone exceeds the device: cannot fit
+  PrunedByBound,  ///< its lower bound is not below the best fitting plan found
+  NotTuned,       ///< beyond max_tuned in bound order
+  Failed,         ///< the planner refused it (the reason is in `note`)
+};
+
+[[nodiscard]] std::string_view to_string(FactorizationStatus status);
+
+struct FactorizationRow {
+  Factorization f;
+  FactorizationStatus status = FactorizationStatus::NotTuned;
+  std::string note;
+  double static_bytes = 0;    ///< static memory per device at a perfect balance over PP
+  double lower_bound_ms = 0;  ///< any-plan bound of its inputs
+  bool fits = false;          ///< tuned: its plan fits the device memory
+  double iteration_ms = 0;
+  double tokens_per_s = 0;
+  double bubble_ratio = 0;
+  double dp_share = 0;  ///< DP reduction + optimizer step + ZeRO all-gather, of the iteration time
+  double ep_share = 0;  ///< EP all-to-alls inside the ops, of the iteration time
+  double tp_share = 0;  ///< TP collectives inside the ops (estimator's model), of the iteration time
+};
+
+struct ParallelSearchOptions {
+  TuneOptions tune;   ///< time_budget_s is the whole search's; each tuned factorization gets a share
+  int max_tuned = 4;  ///< factorizations tuned at most (in bound order)
+  int zero = -1;      ///< fixed ZeRO stage; -1 tries 0 and 1 when DP > 1
+  int ep = 0;         ///< fixed EP; 0 tries every valid one
+};
+
+struct ParallelSearchResult {
+  std::vector<FactorizationRow> rows;  ///< in enumeration order
+  int winner = -1;                     ///< index into rows; -1: nothing fits
+  TuneResult best;                     ///< the winner's tuned plan (valid when winner >= 0)
+  PlannerInputs best_inputs;           ///< the inputs the winner was made from
+  /// Set when no factorization can fit: the arithmetic and the smallest cluster that would.
+  std::string no_fit;
+};
+
+/// Every factorization of `cluster`'s world for `model` (its training.global_batch fixes the
+/// batch; without one, global_batch = micro_batch x 2 x the world is used). Order: TP, PP, EP,
+/// ZeRO, micro-batch size ascending.
+[[nodiscard]] std::vector<Factorization> enumerate_factorizations(const ModelSpec& model,
+                                                                  const ClusterSpec& cluster, int zero = -1,
+                                                                  int ep = 0);
+
+/// `base` with the factorization applied: cluster sizes, micro-batch size and count, and costs
+/// estimated at its TP (base's costs must be estimated: measured costs fix one shape).
+[[nodiscard]] PlannerInputs apply_factorization(const PlannerInputs& base, const Factorization& f);
+
+/// Static bytes of parameter state per pipeline device when the model's layers are spread
+/// perfectly evenly over the PP devices: no partition needs less on its busiest device.
+[[nodiscard]] double balanced_static_bytes(const PlannerInputs& inputs);
+
+/// The search (see the top of this file). Throws octo::Error when the model or the cluster
+/// admits no factorization at all.
+[[nodiscard]] ParallelSearchResult search_parallel(const PlannerInputs& base,
+                                                   const ParallelSearchOptions& options);
+
+/// The table of alternatives, the winner marked, one line per factorization.
+[[nodiscard]] std::string format_factorizations(const ParallelSearchResult& result);
+
+/// The comm shares of a simulated plan: DP tail, EP all-to-alls, TP collectives, each the largest
+/// over the pipeline devices, as fractions of the iteration time.
+struct CommShares {
+  double dp = 0, ep = 0, tp = 0;
+};
+[[nodiscard]] CommShares comm_shares(const PlannerInputs& inputs, const Plan& plan, const SimResult& sim);
+
+}  // namespace octo

@@ -1,0 +1,184 @@
+// The factorization search: enumeration on hand-sized clusters, pruning that never drops the best
+// of what it tunes, determinism, the zoo models that must fit, and the "cannot fit" arithmetic.
+
+#include "tune/parallel_search.hpp"
+
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "cost/estimate.hpp"
+#include "spec/loader.hpp"
+
+using namespace octo;
+
+namespace {
+
+constexpr const char* kDense = R"(name: tiny-dense
+vocab: 64
+hidden: 16
+seq_len: 8
+layers:
+  - {mixer: attention, ffn: mlp, repeat: 4}
+attention: {heads: 4, kv_heads: 4, head_dim: 4}
+mlp: {ffn: 32, activation: swiglu}
+training: {micro_batch: 1, global_batch: 4, dtype: bf16, recompute: none}
+)";
+
+std::string cluster_yaml(int nodes, int per_node) {
+  return fmt::format(R"(name: test-{}x{}
+nodes: {}
+devices_per_node: {}
+device: {{name: test-gpu, memory_gib: 1, peak_tflops: {{bf16: 1, fp32: 1}}, memory_bandwidth_gbs: 100}}
+links:
+  intra_node: {{bandwidth_gbs: 10, latency_us: 2}}
+  inter_node: {{bandwidth_gbs: 1, latency_us: 10}}
+parallel: {{tp: 1, dp: 1}}
+)",
+                     nodes, per_node, nodes, per_node);
+}
+
+PlannerInputs tiny_inputs(int nodes, int per_node) {
+  PlannerInputs in;
+  in.model = parse_model(kDense, "<tiny-dense>");
+  in.cluster = parse_cluster(cluster_yaml(nodes, per_node), "<cluster>");
+  in.costs = estimate_costs(in.model, in.cluster);
+  in.pp = in.cluster.world();
+  in.microbatches = 4;
+  in.memory_limit_bytes = in.cluster.device(0).memory_gib * kGiB;
+  return in;
+}
+
+PlannerInputs zoo(const std::string& model, const std::string& cluster) {
+  InputOptions o;
+  o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/" + model + ".yaml";
+  o.cluster_path = std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/" + cluster + ".yaml";
+  return load_inputs(o);
+}
+
+ParallelSearchOptions quick(int max_tuned, std::int64_t evaluations) {
+  ParallelSearchOptions o;
+  o.max_tuned = max_tuned;
+  o.tune.threads = 1;
+  o.tune.seed = 3;
+  o.tune.max_evaluations = evaluations;
+  o.tune.time_budget_s = 1e6;  // the evaluation limit ends each tune, on any machine
+  o.tune.wall_cap_s = 1e6;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("enumeration on one node of 4 devices, global batch 4") {
+  const PlannerInputs in = tiny_inputs(1, 4);
+  const auto all = enumerate_factorizations(in.model, in.cluster);
+  // By hand: TP 1: PP 1 DP 4 (ZeRO 0/1, mb 1) = 2; PP 2 DP 2 (ZeRO 0/1 x mb 1, 2) = 4; PP 4 DP 1
+  // (mb 1, 2, 4) = 3. TP 2: PP 1 DP 2 = 4; PP 2 DP 1 = 3. TP 4: PP 1 DP 1 = 3. Total 19.
+  CHECK(all.size() == 19);
+  CHECK(all.front() == Factorization{1, 1, 4, 1, 0, 1, 1});
+  CHECK(all.back() == Factorization{4, 1, 1, 1, 0, 4, 1});
+  for (const Factorization& f : all) {
+    CHECK(f.tp * f.pp * f.dp == 4);
+    CHECK(f.micro_batch * f.microbatches * f.dp == 4);
+    CHECK((f.dp > 1 || f.zero == 0));
+  }
+}
+
+TEST_CASE("enumeration keeps TP inside the NVLink domain and within the heads") {
+  const PlannerInputs in = tiny_inputs(2, 4);
+  for (const Factorization& f : enumerate_factorizations(in.model, in.cluster)) CHECK(f.tp <= 4);
+  PlannerInputs wide = in;
+  wide.cluster.nvlink_domain = 8;
+  bool tp8 = false;
+  for (const Factorization& f : enumerate_factorizations(wide.model, wide.cluster)) tp8 = tp8 || f.tp == 8;
+  CHECK_FALSE(tp8);  // 4 heads do not split over 8 ranks
+  CHECK(enumerate_factorizations(in.model, in.cluster, 0).size() <
+        enumerate_factorizations(in.model, in.cluster).size());
+}
+
+TEST_CASE("the search's winner is the fastest it tuned; pruning never drops a faster one") {
+  const PlannerInputs in = tiny_inputs(1, 4);
+  const ParallelSearchResult r = search_parallel(in, quick(100, 40));
+  REQUIRE(r.winner >= 0);
+  const FactorizationRow& win = r.rows[static_cast<std::size_t>(r.winner)];
+  CHECK(win.fits);
+  int tuned = 0, pruned = 0;
+  for (const FactorizationRow& row : r.rows) {
+    if (row.status == FactorizationStatus::Tuned) {
+      ++tuned;
+      if (row.fits) CHECK(win.iteration_ms <= row.iteration_ms);
+    }
+    if (row.status == FactorizationStatus::PrunedByBound) {
+      ++pruned;
+      CHECK(row.lower_bound_ms >= win.iteration_ms);
+    }
+  }
+  CHECK(tuned >= 1);
+  // Tune the pruned ones anyway: none beats the winner.
+  int checked = 0;
+  for (const FactorizationRow& row : r.rows) {
+    if (row.status != FactorizationStatus::PrunedByBound || checked == 3) continue;
+    ++checked;
+    PlannerInputs alt = apply_factorization(in, row.f);
+    TuneOptions o = quick(1, 40).tune;
+    const TuneResult t = tune(alt, o);
+    CHECK(t.sim.makespan_ms >= win.iteration_ms);
+  }
+  CHECK(r.best.sim.makespan_ms == Approx(win.iteration_ms));
+  CHECK(r.best.plan.tp == win.f.tp);
+  CHECK(r.best.plan.dp == win.f.dp);
+  CHECK(r.best.plan.devices == win.f.pp);
+  CHECK(r.best.plan.zero == win.f.zero);
+  CHECK(r.best.plan.micro_batch == win.f.micro_batch);
+  (void)pruned;
+}
+
+TEST_CASE("the search is deterministic for a seed and thread count") {
+  const PlannerInputs in = tiny_inputs(1, 4);
+  const ParallelSearchResult a = search_parallel(in, quick(3, 30));
+  const ParallelSearchResult b = search_parallel(in, quick(3, 30));
+  REQUIRE(a.winner == b.winner);
+  CHECK(a.best.sim.makespan_ms == b.best.sim.makespan_ms);
+  CHECK(format_factorizations(a) == format_factorizations(b));
+}
+
+TEST_CASE("Jamba-v0.1 cannot fit one 8-GPU node: the arithmetic and the smallest cluster") {
+  const PlannerInputs in = zoo("jamba-v0.1", "h100x8");
+  const ParallelSearchResult r = search_parallel(in, quick(2, 20));
+  CHECK(r.winner < 0);
+  for (const FactorizationRow& row : r.rows) CHECK(row.status == FactorizationStatus::TooBig);
+  const double params = static_cast<double>(total_params(in.model));
+  const double state = params * 18;
+  CHECK(state > 8 * 80 * kGiB);
+  CHECK_THAT(r.no_fit, Catch::Contains(fmt::format("{:.1f} B parameters x 18 B", params / 1e9)));
+  CHECK_THAT(r.no_fit, Catch::Contains(fmt::format("= {:.0f} GiB", state / kGiB)));
+  CHECK_THAT(r.no_fit, Catch::Contains("> 8 x 80 GiB = 640 GiB"));
+  // 2 nodes: TP 8 x PP 2 spreads the 18 B per parameter over 16 devices, ~54 GiB each.
+  CHECK(state / 16 < 80 * kGiB);
+  CHECK_THAT(r.no_fit, Catch::Contains("2 nodes x 8 = 16 devices"));
+}
+
+TEST_CASE("Nemotron-3-Nano fits 80 GiB on h100x8 with the factorization the search picks") {
+  const PlannerInputs in = zoo("nemotron-3-nano", "h100x8");
+  // Only PP 8 leaves room for activations (with recompute): the fifth split in bound order.
+  const ParallelSearchResult r = search_parallel(in, quick(4, 10));
+  REQUIRE(r.winner >= 0);
+  CHECK(r.best.plan.predicted->fits_memory);
+  CHECK(r.best.plan.predicted->max_peak_memory_bytes <= 80 * kGiB);
+  for (const FactorizationRow& row : r.rows)
+    if (row.status == FactorizationStatus::Tuned && row.fits)
+      CHECK(r.rows[static_cast<std::size_t>(r.winner)].iteration_ms <= row.iteration_ms);
+}
+
+TEST_CASE("Jamba-v0.1 fits 80 GiB on h100-16x8 with the factorization the search picks") {
+  const PlannerInputs in = zoo("jamba-v0.1", "h100-16x8");
+  const ParallelSearchResult r = search_parallel(in, quick(2, 10));
+  REQUIRE(r.winner >= 0);
+  CHECK(r.best.plan.predicted->fits_memory);
+  const Factorization& f = r.rows[static_cast<std::size_t>(r.winner)].f;
+  CHECK(f.tp * f.pp * f.dp == 128);
+  CHECK(r.best.plan.ep == f.ep);
+}
