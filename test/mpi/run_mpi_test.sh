@@ -142,6 +142,13 @@ check-dp2pp2)
   baseline 1f1b 2 "$dir/plan.json" --dp 2
   run_check 4 "$dir/plan.json"
   ;;
+collectives)
+  mpirun_n 8 "$bin/exec_mpi_tool" collectives >"$dir/out.log" 2>&1
+  rc=$?
+  cat "$dir/out.log"
+  [ $rc -eq 0 ] || fail "collectives over MPI sub-communicators gave wrong results (exit $rc)"
+  grep -q "collectives on 8 ranks: 0 failure(s)" "$dir/out.log" || fail "no summary line"
+  ;;
 property:*)
   np=${case_name#property:}
   # 100 plans per world size, all in one launch; each must finish within 60 s and pass --check.
