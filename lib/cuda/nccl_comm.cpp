@@ -345,11 +345,11 @@ void NcclComm::end_batch() {
 }
 
 exec::Request NcclComm::isend(std::span<const float> data, int peer, int tag) {
-  return post(NcclTransfer{true, const_cast<float*>(data.data()), data.size(), peer, tag});
+  return post(NcclTransfer{true, const_cast<float*>(data.data()), data.size(), peer, tag, {}});
 }
 
 exec::Request NcclComm::irecv(std::span<float> data, int peer, int tag) {
-  return post(NcclTransfer{false, data.data(), data.size(), peer, tag});
+  return post(NcclTransfer{false, data.data(), data.size(), peer, tag, {}});
 }
 
 exec::Request NcclComm::post(const NcclTransfer& t) {
