@@ -24,6 +24,9 @@ namespace octo::nn {
 /// Element `counter` of stream `key`, standard normal (Box-Muller over two uniforms).
 [[nodiscard]] double standard_normal(std::uint64_t key, std::uint64_t counter);
 
+/// Element `counter` of a parameter declared with `init`, drawn from stream `key` (the counter is
+/// the element's index in the full, unsharded tensor).
+[[nodiscard]] float init_value(const Init& init, std::uint64_t key, std::uint64_t counter);
 /// The n initial values of a parameter declared with `init`, drawn from stream `key`.
 [[nodiscard]] std::vector<float> init_values(const Init& init, std::size_t n, std::uint64_t key);
 

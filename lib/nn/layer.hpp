@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "nn/device.hpp"
+#include "nn/group.hpp"
 
 namespace octo::nn {
 
@@ -66,16 +67,31 @@ struct ParamInfo {
   bool expert = false;
 };
 
+/// Where a layer's parameters sit in the full model: its rank and size in the tensor-parallel and
+/// the expert-parallel group (nn/tp_shard.hpp maps a shard's elements to the full tensor's).
+struct ShardPos {
+  int tp_size = 1;
+  int tp_rank = 0;
+  int ep_size = 1;
+  int ep_rank = 0;
+};
+
 /// All parameters of one layer in two flat device buffers (values, gradients), so a runtime can
 /// all-reduce a layer's gradients in one call. Parameters are declared first, then materialized.
 class ParamSet {
  public:
   /// Declares a parameter and returns its index (its order of declaration, part of its RNG key).
   /// Names are unique within a layer (they key its tensors in checkpoints); throws otherwise.
-  std::size_t add(std::string name, std::vector<std::int64_t> shape, Init init, bool decay);
-  /// Allocates the buffers, initializes every value from (seed, layer, parameter index) and zeros
-  /// the gradients.
-  void materialize(Device& device, std::uint64_t seed, std::uint64_t layer);
+  /// `shape` is this rank's shard; `split` says how it was cut from the full tensor over the
+  /// tensor group, and `expert` marks a routed-expert parameter, whose dimension 0 indexes this
+  /// expert rank's experts (nn/tp_shard.hpp).
+  std::size_t add(std::string name, std::vector<std::int64_t> shape, Init init, bool decay,
+                  TpSplit split = {}, bool expert = false);
+  /// Allocates the buffers, initializes every value from (seed, layer, parameter index, element
+  /// index in the full tensor) and zeros the gradients. A shard (`at`: a tensor or expert rank)
+  /// gets exactly the values of its slice of the full tensor, so any TP/EP split starts from the
+  /// model of a single-process run.
+  void materialize(Device& device, std::uint64_t seed, std::uint64_t layer, const ShardPos& at = {});
 
   [[nodiscard]] const std::vector<ParamInfo>& infos() const { return infos_; }
   [[nodiscard]] std::size_t count() const { return total_; }

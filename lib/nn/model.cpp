@@ -5,11 +5,12 @@
 #include "core/error.hpp"
 #include "nn/layers/kinds.hpp"
 #include "nn/layers/layers.hpp"
+#include "nn/layers/parallel.hpp"
 
 namespace octo::nn {
 
 std::unique_ptr<Layer> build_layer(const ModelSpec& model, std::size_t index, std::uint64_t seed,
-                                   Device& device) {
+                                   Device& device, const LayerGroups& groups) {
   if (index >= model.layers.size())
     fail("model {}: layer {} out of range (the model has {} layers)", model.name, index, model.layers.size());
   const auto& parts = model.layers[index].parts;
@@ -17,20 +18,26 @@ std::unique_ptr<Layer> build_layer(const ModelSpec& model, std::size_t index, st
   const KindFactory& whole = kind_factory(parts.front());
   if (whole.make_layer && parts.size() != 1)
     fail("model {}: layer {}: {} must be a layer of its own", model.name, index, to_string(parts.front()));
-  std::unique_ptr<Layer> layer =
-      whole.make_layer ? whole.make_layer(model, index, device) : make_block(model, index, device);
-  layer->params().materialize(device, seed, index);
+  std::unique_ptr<Layer> layer;
+  try {
+    layer = whole.make_layer ? whole.make_layer(model, index, device, groups)
+                             : make_block(model, index, device, groups);
+  } catch (const Error& e) {
+    // Name the layer: a dimension that one tensor group size splits may not split under another.
+    fail("layer {} ({}): {}", index, model.layers[index].label, e.what());
+  }
+  layer->params().materialize(device, seed, index, Parallel(groups).pos());
   return layer;
 }
 
 StageNet::StageNet(const ModelSpec& model, std::size_t first, std::size_t end, std::uint64_t seed,
-                   Device& device)
+                   Device& device, const LayerGroups& groups)
     : device_(device), first_(first), hidden_(model.hidden), vocab_(model.vocab) {
   if (first >= end || end > model.layers.size())
     fail("model {}: stage layers [{}, {}) are not a non-empty range of its {} layers", model.name, first, end,
          model.layers.size());
   for (std::size_t i = first; i < end; ++i) {
-    layers_.push_back(build_layer(model, i, seed, device));
+    layers_.push_back(build_layer(model, i, seed, device, groups));
     const BlockKind kind = model.layers[i].parts.front();
     if (kind == BlockKind::Embedding && i != first)
       fail("model {}: the embedding (layer {}) must be the first layer of its stage", model.name, i);

@@ -22,9 +22,12 @@
 namespace octo::nn {
 
 /// Builds model layer `index` (embedding, block or LM head, from model.layers[index]) with its
-/// parameters initialized from (seed, index) only. Throws octo::Error for unsupported specs.
+/// parameters initialized from (seed, index) only. With tensor- or expert-parallel `groups` the
+/// layer holds this rank's shard, whose values are those of its slice of the TP 1 / EP 1 layer.
+/// Throws octo::Error for unsupported specs and for dimensions the groups cannot split.
 [[nodiscard]] std::unique_ptr<Layer> build_layer(const ModelSpec& model, std::size_t index,
-                                                 std::uint64_t seed, Device& device);
+                                                 std::uint64_t seed, Device& device,
+                                                 const LayerGroups& groups = {});
 
 /// Everything one stage keeps for one micro-batch. Owned by the caller; movable, not copyable.
 class StageContext {
@@ -47,8 +50,10 @@ class StageContext {
 
 class StageNet {
  public:
-  /// Builds layers [first, end) of `model`. Throws octo::Error for an empty or out-of-range span.
-  StageNet(const ModelSpec& model, std::size_t first, std::size_t end, std::uint64_t seed, Device& device);
+  /// Builds layers [first, end) of `model` over the rank's tensor- and expert-parallel `groups`
+  /// (default: one rank each). Throws octo::Error for an empty or out-of-range span.
+  StageNet(const ModelSpec& model, std::size_t first, std::size_t end, std::uint64_t seed, Device& device,
+           const LayerGroups& groups = {});
 
   /// A context for micro-batch `mb`; `loss_scale` = 1 / (tokens in the whole mini-batch, all
   /// micro-batches and data-parallel ranks). Checks the tokens against the vocabulary.

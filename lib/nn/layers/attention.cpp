@@ -127,7 +127,7 @@ class Attention final : public Sublayer {
 }  // namespace
 
 std::unique_ptr<Sublayer> make_attention(const ModelSpec& model, Device& device, ParamSet& params,
-                                         const std::string& prefix) {
+                                         const std::string& prefix, const LayerGroups& groups) {
   const AttentionSpec* a = model.sections.find<AttentionSpec>();
   if (!a) fail("model {}: an attention layer needs an attention section", model.name);
   if (a->heads <= 0) fail("model {}: attention.heads must be positive", model.name);

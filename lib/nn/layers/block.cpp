@@ -25,7 +25,7 @@ struct BlockState final : LayerState {
 
 class Block final : public Layer {
  public:
-  Block(const ModelSpec& model, std::size_t index, Device& device)
+  Block(const ModelSpec& model, std::size_t index, Device& device, const LayerGroups& groups)
       : Layer(device, index, model.layers[index].label), hidden_(static_cast<int>(model.hidden)) {
     const auto& kinds = model.layers[index].parts;
     if (kinds.empty()) fail("model {}: layer {} has no parts", model.name, index);
@@ -34,7 +34,7 @@ class Block final : public Layer {
                                                    : fmt::format("{}.{}.", p, to_string(kinds[p]));
       // "input_norm": a sublayer may have a "norm" of its own (Mamba's gated norm).
       norms_.push_back(params_.add(prefix + "input_norm", {hidden_}, Init::constant(1.0f), false));
-      subs_.push_back(make_sublayer(kinds[p], model, device, params_, prefix));
+      subs_.push_back(make_sublayer(kinds[p], model, device, params_, prefix, groups));
     }
   }
 
@@ -112,8 +112,9 @@ class Block final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_block(const ModelSpec& model, std::size_t index, Device& device) {
-  return std::make_unique<Block>(model, index, device);
+std::unique_ptr<Layer> make_block(const ModelSpec& model, std::size_t index, Device& device,
+                                  const LayerGroups& groups) {
+  return std::make_unique<Block>(model, index, device, groups);
 }
 
 }  // namespace octo::nn

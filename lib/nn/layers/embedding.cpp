@@ -52,7 +52,8 @@ class Embedding final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_embedding(const ModelSpec& model, std::size_t index, Device& device) {
+std::unique_ptr<Layer> make_embedding(const ModelSpec& model, std::size_t index, Device& device,
+                                      const LayerGroups& groups) {
   if (model.vocab <= 0 || model.hidden <= 0) fail("model {}: vocab and hidden must be positive", model.name);
   return std::make_unique<Embedding>(model, index, device);
 }

@@ -9,13 +9,18 @@
 
 namespace octo::nn {
 
-std::unique_ptr<Layer> make_embedding(const ModelSpec&, std::size_t, Device&);
-std::unique_ptr<Layer> make_lm_head(const ModelSpec&, std::size_t, Device&);
-std::unique_ptr<Sublayer> make_attention(const ModelSpec&, Device&, ParamSet&, const std::string&);
-std::unique_ptr<Sublayer> make_mamba(const ModelSpec&, Device&, ParamSet&, const std::string&);
-std::unique_ptr<Sublayer> make_mlp(const ModelSpec&, Device&, ParamSet&, const std::string&);
-std::unique_ptr<Sublayer> make_moe(const ModelSpec&, Device&, ParamSet&, const std::string&);
-std::unique_ptr<Sublayer> make_latent_moe(const ModelSpec&, Device&, ParamSet&, const std::string&);
+std::unique_ptr<Layer> make_embedding(const ModelSpec&, std::size_t, Device&, const LayerGroups&);
+std::unique_ptr<Layer> make_lm_head(const ModelSpec&, std::size_t, Device&, const LayerGroups&);
+std::unique_ptr<Sublayer> make_attention(const ModelSpec&, Device&, ParamSet&, const std::string&,
+                                         const LayerGroups&);
+std::unique_ptr<Sublayer> make_mamba(const ModelSpec&, Device&, ParamSet&, const std::string&,
+                                     const LayerGroups&);
+std::unique_ptr<Sublayer> make_mlp(const ModelSpec&, Device&, ParamSet&, const std::string&,
+                                   const LayerGroups&);
+std::unique_ptr<Sublayer> make_moe(const ModelSpec&, Device&, ParamSet&, const std::string&,
+                                   const LayerGroups&);
+std::unique_ptr<Sublayer> make_latent_moe(const ModelSpec&, Device&, ParamSet&, const std::string&,
+                                          const LayerGroups&);
 
 namespace {
 

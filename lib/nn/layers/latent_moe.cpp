@@ -106,7 +106,7 @@ class LatentMoe final : public Sublayer {
 }  // namespace
 
 std::unique_ptr<Sublayer> make_latent_moe(const ModelSpec& model, Device& device, ParamSet& params,
-                                          const std::string& prefix) {
+                                          const std::string& prefix, const LayerGroups& groups) {
   const LatentMoeSpec* spec = model.sections.find<LatentMoeSpec>();
   if (!spec) fail("model {}: a latent MoE layer needs a latent_moe section", model.name);
   const MoeSpec& m = spec->moe;

@@ -10,7 +10,8 @@
 namespace octo::nn {
 
 /// Block: for each part, h = h + sublayer(RMSNorm(h)).
-[[nodiscard]] std::unique_ptr<Layer> make_block(const ModelSpec& model, std::size_t index, Device& device);
+[[nodiscard]] std::unique_ptr<Layer> make_block(const ModelSpec& model, std::size_t index, Device& device,
+                                                const LayerGroups& groups = {});
 
 /// Epsilon of every RMSNorm.
 inline constexpr float kRmsNormEps = 1e-5f;

@@ -91,7 +91,8 @@ class LmHead final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_lm_head(const ModelSpec& model, std::size_t index, Device& device) {
+std::unique_ptr<Layer> make_lm_head(const ModelSpec& model, std::size_t index, Device& device,
+                                    const LayerGroups& groups) {
   if (model.vocab <= 0 || model.hidden <= 0) fail("model {}: vocab and hidden must be positive", model.name);
   if (model.tie_embeddings)
     fail(

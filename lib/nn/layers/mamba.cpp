@@ -178,7 +178,7 @@ class Mamba final : public Sublayer {
 }  // namespace
 
 std::unique_ptr<Sublayer> make_mamba(const ModelSpec& model, Device& device, ParamSet& params,
-                                     const std::string& prefix) {
+                                     const std::string& prefix, const LayerGroups& groups) {
   const MambaSpec* spec = model.sections.find<MambaSpec>();
   if (!spec) fail("model {}: a Mamba layer needs a mamba section", model.name);
   const MambaSpec& m = *spec;

@@ -68,7 +68,7 @@ class Mlp final : public Sublayer {
 }  // namespace
 
 std::unique_ptr<Sublayer> make_mlp(const ModelSpec& model, Device& device, ParamSet& params,
-                                   const std::string& prefix) {
+                                   const std::string& prefix, const LayerGroups& groups) {
   const MlpSpec* mlp = model.sections.find<MlpSpec>();
   if (!mlp) fail("model {}: a dense MLP layer needs an mlp section", model.name);
   if (mlp->ffn <= 0) fail("model {}: mlp.ffn must be positive (got {})", model.name, mlp->ffn);

@@ -66,7 +66,7 @@ class Moe final : public Sublayer {
 }  // namespace
 
 std::unique_ptr<Sublayer> make_moe(const ModelSpec& model, Device& device, ParamSet& params,
-                                   const std::string& prefix) {
+                                   const std::string& prefix, const LayerGroups& groups) {
   const MoeSpec* spec = model.sections.find<MoeSpec>();
   if (!spec) fail("model {}: an MoE layer needs a moe section", model.name);
   const MoeSpec& m = *spec;

@@ -15,10 +15,11 @@ InitScale InitScale::for_model(const ModelSpec& model) {
 }
 
 std::unique_ptr<Sublayer> make_sublayer(BlockKind kind, const ModelSpec& model, Device& device,
-                                        ParamSet& params, const std::string& prefix) {
+                                        ParamSet& params, const std::string& prefix,
+                                        const LayerGroups& groups) {
   const KindFactory& factory = kind_factory(kind);
   if (!factory.make_sublayer) fail("model {}: {} cannot be a part of a block", model.name, to_string(kind));
-  return factory.make_sublayer(model, device, params, prefix);
+  return factory.make_sublayer(model, device, params, prefix, groups);
 }
 
 }  // namespace octo::nn

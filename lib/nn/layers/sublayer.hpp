@@ -37,8 +37,9 @@ class Sublayer {
 /// Declares the sublayer of kind `kind` (through the registry) in `params` (names prefixed with
 /// `prefix`) and returns it; parameter pointers are looked up from `params` at each call, after
 /// materialization. Throws octo::Error when `kind` is no block part, or when the model lacks the
-/// section `kind` needs or its dimensions are unusable.
+/// section `kind` needs or its dimensions are unusable (or cannot be split over `groups`).
 [[nodiscard]] std::unique_ptr<Sublayer> make_sublayer(BlockKind kind, const ModelSpec& model, Device& device,
-                                                      ParamSet& params, const std::string& prefix);
+                                                      ParamSet& params, const std::string& prefix,
+                                                      const LayerGroups& groups = {});
 
 }  // namespace octo::nn
