@@ -195,7 +195,7 @@ world-size)
   baseline 1f1b 2 "$dir/plan.json"
   mpirun_n 3 "$octorun" "$dir/plan.json" >"$dir/out.log" 2>&1 && fail "3 ranks ran a 2-device plan"
   cat "$dir/out.log"
-  grep -q "world size 3 does not match the plan: 2 pipeline devices x dp 1 = 2 ranks (run mpirun -np 2)" \
+  grep -q "world size 3 does not match the plan: 2 pipeline devices x dp 1 x tp 1 = 2 ranks (run mpirun -np 2)" \
     "$dir/out.log" || fail "no world-size message"
   [ "$(grep -c 'world size 3' "$dir/out.log")" -eq 1 ] || fail "the message must be printed once"
   echo "ok"

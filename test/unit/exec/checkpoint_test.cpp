@@ -87,6 +87,12 @@ Run train(const ExecPlan& plan, LoopOptions loop, int steps, float lr = 3e-3f) {
 
 ExecPlan plan_of(const Plan& p, const std::string& name) { return prepare_plan(p, name, p.devices * p.dp); }
 
+/// `p` with the distributed optimizer (parallel.zero = 1).
+ExecPlan zero1_of(Plan p, const std::string& name) {
+  p.zero = 1;
+  return plan_of(p, name);
+}
+
 /// Saves a checkpoint of `plan` after `steps` steps into `dir`.
 void save_after(const ExecPlan& plan, const std::string& dir, int steps) {
   LoopOptions o;
@@ -156,6 +162,34 @@ TEST_CASE(
     for (std::size_t s = 0; s < 3; ++s) {
       INFO("step " << s + 2 << ": " << r.losses[s] << " vs " << straight.losses[s + 2]);
       CHECK(std::abs(r.losses[s] - straight.losses[s + 2]) <= 1e-5 * std::abs(straight.losses[s + 2]));
+    }
+  }
+}
+
+TEST_CASE("checkpoint: ZeRO-1 shards are saved whole and load under ZeRO-0, another DP and back",
+          "[exec][checkpoint][zero]") {
+  // The same global batch of 4 sequences throughout.
+  const ExecPlan z1 = zero1_of(baseline("1f1b", 2, 2, 2), "dp2-zero1");
+  const Run straight = train(z1, {}, 5);
+  REQUIRE(straight.error.empty());
+  TempDir dir("zero");
+  save_after(z1, dir.str(), 2);
+  const ExecPlan z0 = plan_of(baseline("1f1b", 2, 1, 4), "pp2-zero0");
+  const ExecPlan z1_dp4 = zero1_of(baseline("1f1b", 1, 4, 1), "dp4-zero1");
+  for (const ExecPlan* p : {&z1, &z0, &z1_dp4}) {
+    LoopOptions o;
+    o.load_path = dir.str();
+    const Run r = train(*p, o, 5);
+    INFO(p->source << ": " << r.error);
+    REQUIRE(r.error.empty());
+    REQUIRE(r.losses.size() == 3);
+    for (std::size_t s = 0; s < 3; ++s) {
+      INFO("step " << s + 2 << ": " << r.losses[s] << " vs " << straight.losses[s + 2]);
+      if (p == &z1) {
+        CHECK(r.losses[s] == straight.losses[s + 2]);  // same plan: bit for bit
+      } else {
+        CHECK(std::abs(r.losses[s] - straight.losses[s + 2]) <= 1e-5 * std::abs(straight.losses[s + 2]));
+      }
     }
   }
 }
