@@ -235,6 +235,13 @@ void CudaDevice::silu_forward(std::size_t n, const float* x, float* y) {
 void CudaDevice::silu_backward(std::size_t n, const float* x, const float* dy, float* dx) {
   kernels::silu_backward(compute_, n, x, dy, dx);
 }
+void CudaDevice::copy_strided(int rows, int cols, const float* src, int ld_src, float* dst, int ld_dst) {
+  if (rows <= 0 || cols <= 0) return;
+  CUDA_CHECK(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(ld_dst) * sizeof(float), src,
+                               static_cast<std::size_t>(ld_src) * sizeof(float),
+                               static_cast<std::size_t>(cols) * sizeof(float), rows, cudaMemcpyDeviceToDevice,
+                               compute_));
+}
 void CudaDevice::gate_forward(int rows, int dim, const float* y, const float* z, int ld_z, float* out) {
   kernels::gate_forward(compute_, rows, dim, y, z, ld_z, out);
 }
@@ -344,6 +351,37 @@ void CudaDevice::cross_entropy_backward(int rows, int vocab, const float* logits
                                         const std::int32_t* targets, float scale, float* dlogits) {
   kernels::cross_entropy_backward(compute_, rows, vocab, logits, lse, targets, scale, dlogits);
 }
+void CudaDevice::rmsnorm_partial_sums(int rows, int dim, const float* x, const float* w, const float* dy,
+                                      float* out) {
+  kernels::rmsnorm_partial_sums(compute_, rows, dim, x, w, dy, out);
+}
+void CudaDevice::rmsnorm_forward_sums(int rows, int dim, const float* x, const float* w, const float* sumsq,
+                                      int count, float eps, float* y, float* rstd) {
+  kernels::rmsnorm_forward_sums(compute_, rows, dim, x, w, sumsq, count, eps, y, rstd);
+}
+void CudaDevice::rmsnorm_backward_input_sums(int rows, int dim, const float* x, const float* w,
+                                             const float* rstd, const float* dy, const float* dot, int count,
+                                             float* dx) {
+  kernels::rmsnorm_backward_input_sums(compute_, rows, dim, x, w, rstd, dy, dot, count, dx);
+}
+void CudaDevice::row_max(int rows, int cols, const float* x, float* out) {
+  kernels::row_max(compute_, rows, cols, x, out);
+}
+void CudaDevice::cross_entropy_shard_sums(int rows, int vocab, const float* logits,
+                                          const std::int32_t* targets, int first, const float* max,
+                                          float* sumexp, float* target_logit) {
+  kernels::cross_entropy_shard_sums(compute_, rows, vocab, logits, targets, first, max, sumexp, target_logit);
+}
+void CudaDevice::cross_entropy_shard_loss(int rows, const float* max, const float* sumexp,
+                                          const float* target_logit, float scale, float* lse, float* loss) {
+  Scratch ws(allocator_);
+  kernels::cross_entropy_shard_loss(compute_, ws, rows, max, sumexp, target_logit, scale, lse, loss);
+}
+void CudaDevice::cross_entropy_shard_backward(int rows, int vocab, const float* logits, const float* lse,
+                                              const std::int32_t* targets, int first, float scale,
+                                              float* dlogits) {
+  kernels::cross_entropy_shard_backward(compute_, rows, vocab, logits, lse, targets, first, scale, dlogits);
+}
 
 // ---- mixture of experts ---------------------------------------------------------------------------
 
@@ -367,6 +405,14 @@ void CudaDevice::gather_rows(int n, int dim, const float* src, const std::int32_
 }
 void CudaDevice::scatter_add_rows(int n, int dim, const float* src, const std::int32_t* index, float* dst) {
   kernels::scatter_add_rows(compute_, n, dim, src, index, dst);
+}
+void CudaDevice::gather_rows_range(int n, int dim, const float* src, const std::int32_t* index, int first,
+                                   int count, float* dst) {
+  kernels::gather_rows_range(compute_, n, dim, src, index, first, count, dst);
+}
+void CudaDevice::scatter_add_rows_range(int n, int dim, const float* src, const std::int32_t* index,
+                                        int first, int count, float* dst) {
+  kernels::scatter_add_rows_range(compute_, n, dim, src, index, first, count, dst);
 }
 void CudaDevice::gather_sum_rows(int n, int k, int dim, const float* src, const std::int32_t* index,
                                  float* dst, bool accumulate) {

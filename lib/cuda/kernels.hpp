@@ -63,6 +63,20 @@ void cross_entropy_forward(cudaStream_t s, Workspace& ws, int rows, int vocab, c
                            const std::int32_t* targets, float scale, float* lse, float* loss);
 void cross_entropy_backward(cudaStream_t s, int rows, int vocab, const float* logits, const float* lse,
                             const std::int32_t* targets, float scale, float* dlogits);
+void rmsnorm_partial_sums(cudaStream_t s, int rows, int dim, const float* x, const float* w, const float* dy,
+                          float* out);
+void rmsnorm_forward_sums(cudaStream_t s, int rows, int dim, const float* x, const float* w,
+                          const float* sumsq, int count, float eps, float* y, float* rstd);
+void rmsnorm_backward_input_sums(cudaStream_t s, int rows, int dim, const float* x, const float* w,
+                                 const float* rstd, const float* dy, const float* dot, int count, float* dx);
+void row_max(cudaStream_t s, int rows, int cols, const float* x, float* out);
+void cross_entropy_shard_sums(cudaStream_t s, int rows, int vocab, const float* logits,
+                              const std::int32_t* targets, int first, const float* max, float* sumexp,
+                              float* target_logit);
+void cross_entropy_shard_loss(cudaStream_t s, Workspace& ws, int rows, const float* max, const float* sumexp,
+                              const float* target_logit, float scale, float* lse, float* loss);
+void cross_entropy_shard_backward(cudaStream_t s, int rows, int vocab, const float* logits, const float* lse,
+                                  const std::int32_t* targets, int first, float scale, float* dlogits);
 
 // ---- attention (attention.cu) ----------------------------------------------------------------
 void rope(cudaStream_t s, int rows, int seq, int heads, int head_dim, float* x, int ld,
@@ -100,6 +114,10 @@ void moe_permute(cudaStream_t s, Workspace& ws, int rows, int k, int experts, co
 void gather_rows(cudaStream_t s, int n, int dim, const float* src, const std::int32_t* index, float* dst);
 void scatter_add_rows(cudaStream_t s, int n, int dim, const float* src, const std::int32_t* index,
                       float* dst);
+void gather_rows_range(cudaStream_t s, int n, int dim, const float* src, const std::int32_t* index, int first,
+                       int count, float* dst);
+void scatter_add_rows_range(cudaStream_t s, int n, int dim, const float* src, const std::int32_t* index,
+                            int first, int count, float* dst);
 void gather_sum_rows(cudaStream_t s, int n, int k, int dim, const float* src, const std::int32_t* index,
                      float* dst, bool accumulate);
 void moe_combine_forward(cudaStream_t s, int n, int k, int dim, const float* ye,

@@ -175,6 +175,28 @@ __global__ void moe_combine_dweight_kernel(int n, int k, int dim, const float* y
   }
 }
 
+__global__ void gather_rows_range_kernel(int n, int dim, const float* src, const std::int32_t* index,
+                                         int first, int count, float* dst) {
+  const std::size_t total = static_cast<std::size_t>(n) * dim;
+  OCTO_GRID_STRIDE(e, total) {
+    const std::size_t i = e / dim, c = e % dim;
+    const int row = index[i] - first;
+    dst[e] = row >= 0 && row < count ? src[static_cast<std::size_t>(row) * dim + c] : 0.0f;
+  }
+}
+
+// Thread per column, rows in order, as scatter_add_rows.
+__global__ void scatter_add_rows_range_kernel(int n, int dim, const float* src, const std::int32_t* index,
+                                              int first, int count, float* dst) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= dim) return;
+  for (int i = 0; i < n; ++i) {
+    const int row = index[i] - first;
+    if (row >= 0 && row < count)
+      dst[static_cast<std::size_t>(row) * dim + c] += src[static_cast<std::size_t>(i) * dim + c];
+  }
+}
+
 }  // namespace
 
 void topk_softmax_forward(cudaStream_t s, int rows, int experts, int k, const float* logits,
@@ -252,6 +274,21 @@ void moe_combine_backward(cudaStream_t s, int n, int k, int dim, const float* ye
   moe_combine_dweight_kernel<<<blocks_for(slots * 32), kThreads, 0, s>>>(n, k, dim, ye, row_of_slot, dout,
                                                                          dweight);
   CUDA_CHECK_LAUNCH("moe_combine_dweight");
+}
+
+void gather_rows_range(cudaStream_t s, int n, int dim, const float* src, const std::int32_t* index, int first,
+                       int count, float* dst) {
+  const std::size_t total = static_cast<std::size_t>(n) * dim;
+  if (total == 0) return;
+  gather_rows_range_kernel<<<blocks_for(total), kThreads, 0, s>>>(n, dim, src, index, first, count, dst);
+  CUDA_CHECK_LAUNCH("gather_rows_range");
+}
+
+void scatter_add_rows_range(cudaStream_t s, int n, int dim, const float* src, const std::int32_t* index,
+                            int first, int count, float* dst) {
+  if (n <= 0 || dim <= 0) return;
+  scatter_add_rows_range_kernel<<<(dim + 127) / 128, 128, 0, s>>>(n, dim, src, index, first, count, dst);
+  CUDA_CHECK_LAUNCH("scatter_add_rows_range");
 }
 
 }  // namespace octo::cuda::kernels

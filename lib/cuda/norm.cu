@@ -98,15 +98,81 @@ __global__ void sum_terms_kernel(int rows, const double* term, float scale, floa
   if (threadIdx.x == 0) loss[0] = static_cast<float>(acc * scale);
 }
 
-__global__ void cross_entropy_backward_kernel(int rows, int vocab, const float* logits, const float* lse,
-                                              const std::int32_t* targets, float scale, float* dlogits) {
+// ---- split over a tensor-parallel group (nn/kernels/norm.hpp) ----------------------------------
+
+// One block per row: the squares (dy null) or the backward's dots of the rank's slice.
+__global__ void rmsnorm_partial_sums_kernel(int dim, const float* x, const float* w, const float* dy,
+                                            float* out) {
+  __shared__ float shared[32];
+  const std::size_t off = static_cast<std::size_t>(blockIdx.x) * dim;
+  float s = 0;
+  for (int j = threadIdx.x; j < dim; j += blockDim.x)
+    s += dy ? dy[off + j] * w[j] * x[off + j] : x[off + j] * x[off + j];
+  s = block_sum(s, shared);
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+__global__ void rmsnorm_forward_sums_kernel(int dim, const float* x, const float* w, const float* sumsq,
+                                            int count, float eps, float* y, float* rstd) {
+  const std::size_t off = static_cast<std::size_t>(blockIdx.x) * dim;
+  const float rs = math::rms_inverse(sumsq[blockIdx.x], count, eps);
+  if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
+  for (int j = threadIdx.x; j < dim; j += blockDim.x) y[off + j] = x[off + j] * rs * w[j];
+}
+
+__global__ void rmsnorm_backward_input_sums_kernel(int dim, const float* x, const float* w, const float* rstd,
+                                                   const float* dy, const float* dot, int count, float* dx) {
+  const std::size_t off = static_cast<std::size_t>(blockIdx.x) * dim;
+  const float rs = rstd[blockIdx.x];
+  const float mean = dot[blockIdx.x] * rs / static_cast<float>(count);
+  for (int j = threadIdx.x; j < dim; j += blockDim.x)
+    dx[off + j] = rs * (dy[off + j] * w[j] - x[off + j] * rs * mean);
+}
+
+__global__ void row_max_kernel(int cols, const float* x, float* out) {
+  __shared__ float shared[32];
+  const float* l = x + static_cast<std::size_t>(blockIdx.x) * cols;
+  float mx = -INFINITY;
+  for (int j = threadIdx.x; j < cols; j += blockDim.x) mx = fmaxf(mx, l[j]);
+  mx = block_max(mx, shared);
+  if (threadIdx.x == 0) out[blockIdx.x] = mx;
+}
+
+__global__ void cross_entropy_shard_sums_kernel(int vocab, const float* logits, const std::int32_t* targets,
+                                                int first, const float* max, float* sumexp,
+                                                float* target_logit) {
+  __shared__ float shared[32];
+  const float* l = logits + static_cast<std::size_t>(blockIdx.x) * vocab;
+  const float mx = max[blockIdx.x];
+  float sum = 0;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) sum += expf(l[j] - mx);
+  sum = block_sum(sum, shared);
+  if (threadIdx.x == 0) {
+    sumexp[blockIdx.x] = sum;
+    const int t = targets[blockIdx.x] - first;
+    target_logit[blockIdx.x] = t >= 0 && t < vocab ? l[t] : 0.0f;
+  }
+}
+
+__global__ void cross_entropy_shard_terms_kernel(int rows, const float* max, const float* sumexp,
+                                                 const float* target_logit, float* lse, double* term) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float v = max[r] + logf(sumexp[r]);
+  lse[r] = v;
+  term[r] = static_cast<double>(v) - target_logit[r];
+}
+
+__global__ void cross_entropy_shard_backward_kernel(int rows, int vocab, const float* logits,
+                                                    const float* lse, const std::int32_t* targets, int first,
+                                                    float scale, float* dlogits) {
   const std::size_t total = static_cast<std::size_t>(rows) * vocab;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t r = i / vocab;
     const int j = static_cast<int>(i % vocab);
     const float p = scale * expf(logits[i] - lse[r]);
-    dlogits[i] = j == targets[r] ? p - scale : p;
+    dlogits[i] = j == targets[r] - first ? p - scale : p;
   }
 }
 
@@ -157,9 +223,69 @@ void cross_entropy_backward(cudaStream_t s, int rows, int vocab, const float* lo
                             const std::int32_t* targets, float scale, float* dlogits) {
   const std::size_t n = static_cast<std::size_t>(rows) * vocab;
   if (n == 0) return;
-  cross_entropy_backward_kernel<<<detail::blocks_for(n), detail::kThreads, 0, s>>>(rows, vocab, logits, lse,
-                                                                                   targets, scale, dlogits);
+  cross_entropy_shard_backward_kernel<<<detail::blocks_for(n), detail::kThreads, 0, s>>>(
+      rows, vocab, logits, lse, targets, 0, scale, dlogits);  // the whole vocabulary: a shard at 0
   CUDA_CHECK_LAUNCH("cross_entropy_backward");
+}
+
+void rmsnorm_partial_sums(cudaStream_t s, int rows, int dim, const float* x, const float* w, const float* dy,
+                          float* out) {
+  if (rows <= 0) return;
+  rmsnorm_partial_sums_kernel<<<rows, reduce_threads(dim), 0, s>>>(dim, x, w, dy, out);
+  CUDA_CHECK_LAUNCH("rmsnorm_partial_sums");
+}
+
+void rmsnorm_forward_sums(cudaStream_t s, int rows, int dim, const float* x, const float* w,
+                          const float* sumsq, int count, float eps, float* y, float* rstd) {
+  if (rows <= 0) return;
+  rmsnorm_forward_sums_kernel<<<rows, reduce_threads(dim), 0, s>>>(dim, x, w, sumsq, count, eps, y, rstd);
+  CUDA_CHECK_LAUNCH("rmsnorm_forward_sums");
+}
+
+void rmsnorm_backward_input_sums(cudaStream_t s, int rows, int dim, const float* x, const float* w,
+                                 const float* rstd, const float* dy, const float* dot, int count, float* dx) {
+  if (rows <= 0) return;
+  rmsnorm_backward_input_sums_kernel<<<rows, reduce_threads(dim), 0, s>>>(dim, x, w, rstd, dy, dot, count,
+                                                                          dx);
+  CUDA_CHECK_LAUNCH("rmsnorm_backward_input_sums");
+}
+
+void row_max(cudaStream_t s, int rows, int cols, const float* x, float* out) {
+  if (rows <= 0) return;
+  row_max_kernel<<<rows, reduce_threads(cols), 0, s>>>(cols, x, out);
+  CUDA_CHECK_LAUNCH("row_max");
+}
+
+void cross_entropy_shard_sums(cudaStream_t s, int rows, int vocab, const float* logits,
+                              const std::int32_t* targets, int first, const float* max, float* sumexp,
+                              float* target_logit) {
+  if (rows <= 0) return;
+  cross_entropy_shard_sums_kernel<<<rows, reduce_threads(vocab), 0, s>>>(vocab, logits, targets, first, max,
+                                                                         sumexp, target_logit);
+  CUDA_CHECK_LAUNCH("cross_entropy_shard_sums");
+}
+
+void cross_entropy_shard_loss(cudaStream_t s, Workspace& ws, int rows, const float* max, const float* sumexp,
+                              const float* target_logit, float scale, float* lse, float* loss) {
+  if (rows <= 0) {
+    fill(s, loss, 1, 0.0f);
+    return;
+  }
+  double* term = ws.get<double>(static_cast<std::size_t>(rows));
+  cross_entropy_shard_terms_kernel<<<(rows + 255) / 256, 256, 0, s>>>(rows, max, sumexp, target_logit, lse,
+                                                                      term);
+  CUDA_CHECK_LAUNCH("cross_entropy_shard_terms");
+  sum_terms_kernel<<<1, 256, 0, s>>>(rows, term, scale, loss);
+  CUDA_CHECK_LAUNCH("sum_terms");
+}
+
+void cross_entropy_shard_backward(cudaStream_t s, int rows, int vocab, const float* logits, const float* lse,
+                                  const std::int32_t* targets, int first, float scale, float* dlogits) {
+  const std::size_t n = static_cast<std::size_t>(rows) * vocab;
+  if (n == 0) return;
+  cross_entropy_shard_backward_kernel<<<detail::blocks_for(n), detail::kThreads, 0, s>>>(
+      rows, vocab, logits, lse, targets, first, scale, dlogits);
+  CUDA_CHECK_LAUNCH("cross_entropy_shard_backward");
 }
 
 }  // namespace octo::cuda::kernels

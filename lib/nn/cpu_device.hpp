@@ -39,6 +39,7 @@ class CpuDevice : public Device {
   void silu_forward(std::size_t n, const float* x, float* y) override;
   void silu_backward(std::size_t n, const float* x, const float* dy, float* dx) override;
   void gate_forward(int rows, int dim, const float* y, const float* z, int ld_z, float* out) override;
+  void copy_strided(int rows, int cols, const float* src, int ld_src, float* dst, int ld_dst) override;
   void gate_backward(int rows, int dim, const float* y, const float* z, int ld_z, const float* dout,
                      float* dy, float* dz, int ld_dz) override;
 
@@ -54,6 +55,20 @@ class CpuDevice : public Device {
                              float scale, float* lse, float* loss) override;
   void cross_entropy_backward(int rows, int vocab, const float* logits, const float* lse,
                               const std::int32_t* targets, float scale, float* dlogits) override;
+  void rmsnorm_partial_sums(int rows, int dim, const float* x, const float* w, const float* dy,
+                            float* out) override;
+  void rmsnorm_forward_sums(int rows, int dim, const float* x, const float* w, const float* sumsq, int count,
+                            float eps, float* y, float* rstd) override;
+  void rmsnorm_backward_input_sums(int rows, int dim, const float* x, const float* w, const float* rstd,
+                                   const float* dy, const float* dot, int count, float* dx) override;
+  void row_max(int rows, int cols, const float* x, float* out) override;
+  void cross_entropy_shard_sums(int rows, int vocab, const float* logits, const std::int32_t* targets,
+                                int first, const float* max, float* sumexp, float* target_logit) override;
+  void cross_entropy_shard_loss(int rows, const float* max, const float* sumexp, const float* target_logit,
+                                float scale, float* lse, float* loss) override;
+  void cross_entropy_shard_backward(int rows, int vocab, const float* logits, const float* lse,
+                                    const std::int32_t* targets, int first, float scale,
+                                    float* dlogits) override;
 
   // ---- nn/cpu/attention.cpp
   void rope(int rows, int seq, int heads, int head_dim, float* x, int ld, const float* cos_table,
@@ -84,6 +99,10 @@ class CpuDevice : public Device {
                    std::int32_t* row_of_slot, std::int32_t* offsets) override;
   void gather_rows(int n, int dim, const float* src, const std::int32_t* index, float* dst) override;
   void scatter_add_rows(int n, int dim, const float* src, const std::int32_t* index, float* dst) override;
+  void gather_rows_range(int n, int dim, const float* src, const std::int32_t* index, int first, int count,
+                         float* dst) override;
+  void scatter_add_rows_range(int n, int dim, const float* src, const std::int32_t* index, int first,
+                              int count, float* dst) override;
   void gather_sum_rows(int n, int k, int dim, const float* src, const std::int32_t* index, float* dst,
                        bool accumulate) override;
   void moe_combine_forward(int n, int k, int dim, const float* ye, const std::int32_t* row_of_slot,

@@ -68,6 +68,13 @@ void CpuDevice::silu_backward(std::size_t n, const float* x, const float* dy, fl
   for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * math::silu_grad(x[i]);
 }
 
+void CpuDevice::copy_strided(int rows, int cols, const float* src, int ld_src, float* dst, int ld_dst) {
+  for (int r = 0; r < rows; ++r) {
+    const float* s = src + static_cast<std::size_t>(r) * ld_src;
+    std::copy(s, s + cols, dst + static_cast<std::size_t>(r) * ld_dst);
+  }
+}
+
 void CpuDevice::gate_forward(int rows, int dim, const float* y, const float* z, int ld_z, float* out) {
   for (int r = 0; r < rows; ++r) {
     const float* yr = y + static_cast<std::size_t>(r) * dim;

@@ -73,6 +73,31 @@ void CpuDevice::scatter_add_rows(int n, int dim, const float* src, const std::in
   }
 }
 
+void CpuDevice::gather_rows_range(int n, int dim, const float* src, const std::int32_t* index, int first,
+                                  int count, float* dst) {
+  for (int i = 0; i < n; ++i) {
+    float* d = dst + static_cast<std::size_t>(i) * dim;
+    const int row = index[i] - first;
+    if (row < 0 || row >= count) {
+      std::fill(d, d + dim, 0.0f);
+      continue;
+    }
+    const float* s = src + static_cast<std::size_t>(row) * dim;
+    std::copy(s, s + dim, d);
+  }
+}
+
+void CpuDevice::scatter_add_rows_range(int n, int dim, const float* src, const std::int32_t* index, int first,
+                                       int count, float* dst) {
+  for (int i = 0; i < n; ++i) {
+    const int row = index[i] - first;
+    if (row < 0 || row >= count) continue;
+    const float* s = src + static_cast<std::size_t>(i) * dim;
+    float* d = dst + static_cast<std::size_t>(row) * dim;
+    for (int j = 0; j < dim; ++j) d[j] += s[j];
+  }
+}
+
 void CpuDevice::gather_sum_rows(int n, int k, int dim, const float* src, const std::int32_t* index,
                                 float* dst, bool accumulate) {
   for (int t = 0; t < n; ++t) {

@@ -28,6 +28,9 @@ class ElementwiseKernels {
   virtual void gate_forward(int rows, int dim, const float* y, const float* z, int ld_z, float* out) = 0;
   virtual void gate_backward(int rows, int dim, const float* y, const float* z, int ld_z, const float* dout,
                              float* dy, float* dz, int ld_dz) = 0;
+  /// dst[r, 0..cols) = src[r, 0..cols) for rows rows of row strides ld_src and ld_dst (a column
+  /// block of one matrix into another, e.g. to all-reduce part of a fused projection).
+  virtual void copy_strided(int rows, int cols, const float* src, int ld_src, float* dst, int ld_dst) = 0;
 
  protected:
   ~ElementwiseKernels() = default;

@@ -36,6 +36,13 @@ class MoeKernels {
   /// dye[row_of_slot[t,j]] = weight[t,j] dout[t]; dweight[t,j] = dout[t] . ye[row_of_slot[t,j]].
   virtual void moe_combine_backward(int n, int k, int dim, const float* ye, const std::int32_t* row_of_slot,
                                     const float* weight, const float* dout, float* dye, float* dweight) = 0;
+  /// The vocabulary-parallel embedding's lookup: dst[i] = src[index[i] - first] when index[i] is
+  /// in [first, first + count) (this rank's rows of the table), else zeros.
+  virtual void gather_rows_range(int n, int dim, const float* src, const std::int32_t* index, int first,
+                                 int count, float* dst) = 0;
+  /// Its gradient: dst[index[i] - first] += src[i] for the indices in [first, first + count).
+  virtual void scatter_add_rows_range(int n, int dim, const float* src, const std::int32_t* index, int first,
+                                      int count, float* dst) = 0;
 
  protected:
   ~MoeKernels() = default;

@@ -1,9 +1,16 @@
 // LM head: final RMSNorm, output projection to the vocabulary, cross-entropy against the next
 // tokens. The loss is scaled by the batch's loss scale, so the micro-batch losses (and their
 // gradients) sum to the mean over all tokens of the mini-batch.
+//
+// Tensor parallelism (vocabulary-parallel, Megatron): tensor rank r holds the output rows of
+// vocabulary entries [r·V/T, (r+1)·V/T) and computes only those logits; the cross-entropy is
+// parallel: F all-reduces the row maxima (max), then the sums of exponentials and the target
+// logits (sum), so no rank ever holds the full logits. B computes the local softmax gradient and
+// all-reduces the input gradient of the projection; the final norm is replicated.
 
 #include "core/error.hpp"
 #include "nn/layers/layers.hpp"
+#include "nn/layers/parallel.hpp"
 #include "nn/layers/sublayer.hpp"
 
 namespace octo::nn {
@@ -20,13 +27,15 @@ struct LmHeadState final : LayerState {
 
 class LmHead final : public Layer {
  public:
-  LmHead(const ModelSpec& model, std::size_t index, Device& device)
+  LmHead(const ModelSpec& model, std::size_t index, Device& device, const LayerGroups& groups)
       : Layer(device, index, model.layers[index].label),
-        hidden_(static_cast<int>(model.hidden)),
-        vocab_(static_cast<int>(model.vocab)) {
+        par_(groups),
+        hidden_(static_cast<int>(model.hidden)) {
+    vocab_ = par_.split(model.name, "the vocabulary", model.vocab);
+    first_ = par_.tp_rank() * vocab_;
     norm_ = params_.add("final_norm", {hidden_}, Init::constant(1.0f), false);
-    out_ =
-        params_.add("output.weight", {vocab_, hidden_}, Init::normal(InitScale::for_model(model).std), true);
+    out_ = params_.add("output.weight", {vocab_, hidden_}, Init::normal(InitScale::for_model(model).std),
+                       true, par_.cut(0, {model.vocab}));
   }
 
   [[nodiscard]] std::unique_ptr<LayerState> make_state() const override {
@@ -50,8 +59,22 @@ class LmHead final : public Layer {
                  params_.value(out_), hidden_, 0.0f, st.logits.data(), vocab_);
     st.lse = device_.alloc<float>(rows);
     Buffer loss = device_.alloc<float>(1);
-    device_.cross_entropy_forward(rows, vocab_, st.logits.data(), batch.targets, batch.loss_scale,
-                                  st.lse.data(), loss.data());
+    if (!par_.tp()) {
+      device_.cross_entropy_forward(rows, vocab_, st.logits.data(), batch.targets, batch.loss_scale,
+                                    st.lse.data(), loss.data());
+      return loss;
+    }
+    // [max | sumexp | target logit] per row, each all-reduced over the tensor group.
+    Buffer stats = device_.alloc<float>(3 * static_cast<std::size_t>(rows));
+    float* max = stats.data();
+    float* sums = max + rows;
+    device_.row_max(rows, vocab_, st.logits.data(), max);
+    par_.tp_group().all_reduce_max(max, static_cast<std::size_t>(rows));
+    device_.cross_entropy_shard_sums(rows, vocab_, st.logits.data(), batch.targets, first_, max, sums,
+                                     sums + rows);
+    par_.tp_sum(sums, 2 * static_cast<std::size_t>(rows));
+    device_.cross_entropy_shard_loss(rows, max, sums, sums + rows, batch.loss_scale, st.lse.data(),
+                                     loss.data());
     return loss;
   }
 
@@ -60,11 +83,16 @@ class LmHead final : public Layer {
     if (st.logits.empty()) fail("layer {} (LM head): backward without a forward", index_);
     const int rows = batch.rows();
     const std::size_t n = static_cast<std::size_t>(rows) * hidden_;
-    device_.cross_entropy_backward(rows, vocab_, st.logits.data(), st.lse.data(), batch.targets,
-                                   batch.loss_scale, st.logits.data());
+    if (par_.tp())
+      device_.cross_entropy_shard_backward(rows, vocab_, st.logits.data(), st.lse.data(), batch.targets,
+                                           first_, batch.loss_scale, st.logits.data());
+    else
+      device_.cross_entropy_backward(rows, vocab_, st.logits.data(), st.lse.data(), batch.targets,
+                                     batch.loss_scale, st.logits.data());
     Buffer dxn = device_.alloc<float>(n);
     device_.gemm(Trans::No, Trans::No, rows, hidden_, vocab_, 1.0f, st.logits.data(), vocab_,
                  params_.value(out_), hidden_, 0.0f, dxn.data(), hidden_);
+    par_.tp_sum(dxn.data(), n);
     Buffer dx = device_.alloc<float>(n);
     device_.rmsnorm_backward_input(rows, hidden_, 1, x.data(), params_.value(norm_), st.rstd.data(),
                                    dxn.data(), nullptr, dx.data());
@@ -85,7 +113,9 @@ class LmHead final : public Layer {
   }
 
  private:
-  int hidden_, vocab_;
+  Parallel par_;
+  int hidden_;
+  int vocab_ = 0, first_ = 0;  ///< this rank's vocabulary columns: [first_, first_ + vocab_)
   std::size_t norm_ = 0, out_ = 0;
 };
 
@@ -99,7 +129,7 @@ std::unique_ptr<Layer> make_lm_head(const ModelSpec& model, std::size_t index, D
         "model {}: tied embeddings are not supported by the executor's layers (the embedding and the LM head "
         "may sit on different ranks); set tie_embeddings: false",
         model.name);
-  return std::make_unique<LmHead>(model, index, device);
+  return std::make_unique<LmHead>(model, index, device, groups);
 }
 
 }  // namespace octo::nn

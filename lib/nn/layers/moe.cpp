@@ -19,13 +19,17 @@ struct MoeState final : LayerState {
 
 class Moe final : public Sublayer {
  public:
+  // Tensor parallelism: the routed and shared experts' outputs are partial sums over the tensor
+  // group, all-reduced once (F: the output; B: the input gradient before the replicated router's
+  // part is added).
   Moe(const ModelSpec& model, const MoeSpec& spec, Device& device, ParamSet& params,
-      const std::string& prefix)
-      : hidden_(static_cast<int>(model.hidden)),
+      const std::string& prefix, const LayerGroups& groups)
+      : par_(groups),
+        hidden_(static_cast<int>(model.hidden)),
         routed_(device, params, prefix, hidden_, hidden_, spec.experts, spec.top_k,
                 static_cast<int>(spec.expert_ffn), spec.activation, InitScale::for_model(model).std,
-                InitScale::for_model(model).out_std),
-        shared_(device, params, prefix, hidden_, spec, InitScale::for_model(model)) {}
+                InitScale::for_model(model).out_std, par_, model.name),
+        shared_(device, params, prefix, hidden_, spec, InitScale::for_model(model), par_, model.name) {}
 
   [[nodiscard]] std::unique_ptr<LayerState> make_state() const override {
     return std::make_unique<MoeState>();
@@ -37,6 +41,7 @@ class Moe final : public Sublayer {
     routed_.forward(st.routed, rows, xn, xn);
     const bool has_shared = shared_.forward(st.shared, rows, xn, out);
     routed_.combine(st.routed, rows, out, has_shared);
+    par_.tp_sum(out, static_cast<std::size_t>(rows) * hidden_);
   }
 
   void backward_input(LayerState& state, const float*, const float* dout, float* dxn,
@@ -44,8 +49,14 @@ class Moe final : public Sublayer {
     auto& st = static_cast<MoeState&>(state);
     const int rows = batch.rows();
     routed_.backward_experts(st.routed, rows, dout, dxn);
-    routed_.backward_router(st.routed, rows, dxn);
+    if (!par_.tp()) {
+      routed_.backward_router(st.routed, rows, dxn);
+      shared_.backward_input(st.shared, rows, dout, dxn);
+      return;
+    }
     shared_.backward_input(st.shared, rows, dout, dxn);
+    par_.tp_sum(dxn, static_cast<std::size_t>(rows) * hidden_);
+    routed_.backward_router(st.routed, rows, dxn);  // replicated: added once, after the sum
   }
 
   void backward_weight(LayerState& state, const float* xn, const float* dout,
@@ -58,6 +69,7 @@ class Moe final : public Sublayer {
   }
 
  private:
+  Parallel par_;
   int hidden_ = 0;
   RoutedExperts routed_;
   SharedExperts shared_;
@@ -73,7 +85,7 @@ std::unique_ptr<Sublayer> make_moe(const ModelSpec& model, Device& device, Param
   if (m.experts <= 0 || m.top_k <= 0 || m.top_k > m.experts || m.expert_ffn <= 0)
     fail("model {}: moe needs experts > 0, 0 < top_k <= experts and expert_ffn > 0 (got {}, {}, {})",
          model.name, m.experts, m.top_k, m.expert_ffn);
-  return std::make_unique<Moe>(model, m, device, params, prefix);
+  return std::make_unique<Moe>(model, m, device, params, prefix, groups);
 }
 
 }  // namespace octo::nn

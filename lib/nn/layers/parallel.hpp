@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "nn/group.hpp"
 #include "nn/layer.hpp"
+#include "spec/model.hpp"
 
 namespace octo::nn {
 
@@ -44,12 +46,16 @@ class Parallel {
 
   /// The split of a tensor along `dim` into the given segments (all split over the group), or
   /// replicated at TP 1, so TP 1 layers declare exactly what they did before.
-  [[nodiscard]] TpSplit cut(int dim, std::initializer_list<std::int64_t> lengths) const {
+  [[nodiscard]] TpSplit cut(int dim, const std::vector<std::int64_t>& lengths) const {
     TpSplit s;
     if (tp_size() == 1) return s;
     s.dim = dim;
     for (std::int64_t len : lengths) s.segments.push_back({len, true});
     return s;
+  }
+  /// The segments of the first linear of an MLP of full width `ffn` (SwiGLU: gate | up).
+  [[nodiscard]] static std::vector<std::int64_t> mlp_in_segments(Activation act, std::int64_t ffn) {
+    return act == Activation::SwiGlu ? std::vector<std::int64_t>{ffn, ffn} : std::vector<std::int64_t>{ffn};
   }
 
  private:

@@ -3,13 +3,17 @@
 namespace octo::nn {
 
 SharedExperts::SharedExperts(Device& device, ParamSet& params, const std::string& prefix, int hidden,
-                             const MoeSpec& spec, const InitScale& scale)
+                             const MoeSpec& spec, const InitScale& scale, const Parallel& par,
+                             const std::string& model)
     : device_(device), params_(params) {
   if (spec.shared_experts <= 0) return;
   const std::int64_t fs = spec.shared_ffn > 0 ? spec.shared_ffn : spec.expert_ffn;
-  core_ = MlpCore{hidden, static_cast<int>(fs * spec.shared_experts), spec.activation};
-  w1_ = params.add(prefix + "shared.w1", {core_.in_width(), hidden}, Init::normal(scale.std), true);
-  w2_ = params.add(prefix + "shared.w2", {hidden, core_.ffn}, Init::normal(scale.out_std), true);
+  const std::int64_t ffn = fs * spec.shared_experts;
+  core_ = MlpCore{hidden, par.split(model, "the shared experts' ffn", ffn), spec.activation};
+  w1_ = params.add(prefix + "shared.w1", {core_.in_width(), hidden}, Init::normal(scale.std), true,
+                   par.cut(0, Parallel::mlp_in_segments(spec.activation, ffn)));
+  w2_ = params.add(prefix + "shared.w2", {hidden, core_.ffn}, Init::normal(scale.out_std), true,
+                   par.cut(1, {ffn}));
 }
 
 bool SharedExperts::forward(State& st, int rows, const float* xn, float* out) {

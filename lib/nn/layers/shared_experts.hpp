@@ -6,6 +6,7 @@
 #include <string>
 
 #include "nn/layers/mlp_core.hpp"
+#include "nn/layers/parallel.hpp"
 #include "nn/layers/sublayer.hpp"
 #include "spec/kinds/moe.hpp"
 
@@ -20,9 +21,11 @@ class SharedExperts {
   };
 
   /// Declares `prefix`shared.w1 [in_width, hidden] (std `scale.std`) and `prefix`shared.w2
-  /// [hidden, ffn] (std `scale.out_std`) when `spec` has shared experts; otherwise nothing.
+  /// [hidden, ffn] (std `scale.out_std`) when `spec` has shared experts; otherwise nothing. Under
+  /// tensor parallelism (`par`) the ffn is split like a dense MLP's, and forward and
+  /// backward_input leave partial sums that the caller all-reduces with its own.
   SharedExperts(Device& device, ParamSet& params, const std::string& prefix, int hidden, const MoeSpec& spec,
-                const InitScale& scale);
+                const InitScale& scale, const Parallel& par, const std::string& model);
 
   /// F: out = shared(xn) (overwritten). Returns false, writing nothing, when there are no shared
   /// experts.
