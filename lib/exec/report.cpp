@@ -85,9 +85,11 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
   world.all_reduce(spans);
 
   const int head_device = plan.plan.stages.back().device;
+  const Plan& p = plan.plan;
+  const RankLayout layout(p.devices, p.tp, p.dp, p.ep);
   out.per_rank.assign(R, std::vector<StepStats>(S));
   for (std::size_t r = 0; r < R; ++r) {
-    const int device = static_cast<int>(r) % plan.plan.devices;
+    const int device = layout.coords(static_cast<int>(r)).pp;
     const auto& program = plan.plan.programs[static_cast<std::size_t>(device)];
     for (std::size_t s = 0; s < S; ++s) {
       const float* row = &table[(r * S + s) * kFields];
@@ -110,7 +112,7 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
     }
   }
   for (std::size_t s = 0; s < S; ++s)
-    out.losses.push_back(out.per_rank[static_cast<std::size_t>(head_device)][s].loss);
+    out.losses.push_back(out.per_rank[static_cast<std::size_t>(layout.rank_of(head_device, 0, 0))][s].loss);
   return out;
 }
 
