@@ -53,8 +53,9 @@ struct NcclTransfer {
   std::size_t count = 0;
   int peer = -1;
   int tag = 0;
+  std::string collective;  ///< set for a collective: what it is, for messages
   [[nodiscard]] std::string describe() const {
-    if (peer < 0) return fmt::format("ncclAllReduce of {} floats", count);
+    if (!collective.empty()) return collective;
     return fmt::format("{} rank {} (tag {}, {} floats)", send ? "ncclSend to" : "ncclRecv from", peer, tag,
                        count);
   }
@@ -344,11 +345,11 @@ void NcclComm::end_batch() {
 }
 
 exec::Request NcclComm::isend(std::span<const float> data, int peer, int tag) {
-  return post(NcclTransfer{true, const_cast<float*>(data.data()), data.size(), peer, tag});
+  return post(NcclTransfer{true, const_cast<float*>(data.data()), data.size(), peer, tag, {}});
 }
 
 exec::Request NcclComm::irecv(std::span<float> data, int peer, int tag) {
-  return post(NcclTransfer{false, data.data(), data.size(), peer, tag});
+  return post(NcclTransfer{false, data.data(), data.size(), peer, tag, {}});
 }
 
 exec::Request NcclComm::post(const NcclTransfer& t) {
@@ -388,26 +389,26 @@ void NcclComm::issue(const std::shared_ptr<NcclBatch>& batch) {
   watchdog_->watch(batch);
 }
 
-void NcclComm::all_reduce(std::span<float> data, exec::ReduceOp op) {
-  check_healthy();
+bool NcclComm::on_host(const void* p) const {
+  if (!p) return true;
   cudaPointerAttributes attributes{};
-  CUDA_CHECK(cudaPointerGetAttributes(&attributes, data.data()));
-  if (data.empty() || attributes.type == cudaMemoryTypeHost ||
-      attributes.type == cudaMemoryTypeUnregistered) {
-    host().all_reduce(data, op);
-    return;
-  }
-  if (size() == 1) return;
+  CUDA_CHECK(cudaPointerGetAttributes(&attributes, p));
+  return attributes.type == cudaMemoryTypeHost || attributes.type == cudaMemoryTypeUnregistered;
+}
+
+void NcclComm::run_collective(const std::string& what, const std::function<void(cudaStream_t)>& enqueue) {
   end_batch();
   device_.make_current();
   const cudaStream_t stream = device_.comm_stream();
   device_.stream_wait(stream, device_.compute_stream());
-  NCCL_CHECK(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32,
-                           op == exec::ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream));
+  enqueue(stream);
   auto batch = std::make_shared<NcclBatch>();
-  batch->transfers.push_back(NcclTransfer{true, data.data(), data.size(), -1, -1});
+  NcclTransfer t;
+  t.collective = what;
+  batch->transfers.push_back(std::move(t));
   CUDA_CHECK(cudaEventCreateWithFlags(&batch->done, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(batch->done, stream));
+  batch->rank = rank();
   batch->deadline = Clock::now() + timeout();
   batch->issued = true;
   watchdog_->watch(batch);
@@ -417,16 +418,97 @@ void NcclComm::all_reduce(std::span<float> data, exec::ReduceOp op) {
     check_healthy();
     if (event_done(batch->done)) break;
     if (Clock::now() - start > timeout())
-      fail(
-          "rank {}: timed out after {:.1f} s waiting for ncclAllReduce of {} floats (a peer may have died; "
-          "--timeout "
-          "sets the limit)",
-          rank(), seconds(Clock::now() - start), data.size());
+      fail("{}: timed out after {:.1f} s waiting for {} (a peer may have died; --timeout sets the limit)",
+           who(), seconds(Clock::now() - start), what);
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, std::chrono::microseconds(200));
   }
-  // Later compute reads the reduced values.
+  // Later compute reads the results.
   device_.stream_wait(device_.compute_stream(), stream);
+}
+
+void NcclComm::all_reduce(std::span<float> data, exec::ReduceOp op) {
+  check_healthy();
+  if (data.empty() || on_host(data.data())) {
+    host().all_reduce(data, op);
+    return;
+  }
+  if (size() == 1) return;
+  run_collective(fmt::format("ncclAllReduce of {} floats over {} ranks", data.size(), size()),
+                 [&](cudaStream_t stream) {
+                   NCCL_CHECK(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32,
+                                            op == exec::ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream));
+                 });
+}
+
+void NcclComm::all_gather(std::span<const float> in, std::span<float> out) {
+  check_healthy();
+  if (out.empty() || on_host(out.data())) {
+    host().all_gather(in, out);
+    return;
+  }
+  if (out.size() != in.size() * static_cast<std::size_t>(size()))
+    fail("{}: all_gather of {} floats per rank over {} ranks needs {} floats of output, got {}", who(),
+         in.size(), size(), in.size() * static_cast<std::size_t>(size()), out.size());
+  run_collective(fmt::format("ncclAllGather of {} floats per rank over {} ranks", in.size(), size()),
+                 [&](cudaStream_t stream) {
+                   NCCL_CHECK(ncclAllGather(in.data(), out.data(), in.size(), ncclFloat32, comm_, stream));
+                 });
+}
+
+void NcclComm::reduce_scatter(std::span<const float> in, std::span<float> out) {
+  check_healthy();
+  if (out.empty() || on_host(out.data())) {
+    host().reduce_scatter(in, out);
+    return;
+  }
+  if (in.size() != out.size() * static_cast<std::size_t>(size()))
+    fail("{}: reduce_scatter of {} floats per rank over {} ranks needs {} floats of input, got {}", who(),
+         out.size(), size(), out.size() * static_cast<std::size_t>(size()), in.size());
+  run_collective(
+      fmt::format("ncclReduceScatter of {} floats per rank over {} ranks", out.size(), size()),
+      [&](cudaStream_t stream) {
+        NCCL_CHECK(ncclReduceScatter(in.data(), out.data(), out.size(), ncclFloat32, ncclSum, comm_, stream));
+      });
+}
+
+void NcclComm::all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts,
+                            std::span<float> out, std::span<const std::size_t> recv_counts) {
+  check_healthy();
+  const auto n = static_cast<std::size_t>(size());
+  if (send_counts.size() != n || recv_counts.size() != n)
+    fail("{}: all_to_all_v with {} send and {} receive counts over a group of {} ranks", who(),
+         send_counts.size(), recv_counts.size(), n);
+  std::size_t sent = 0, received = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    sent += send_counts[r];
+    received += recv_counts[r];
+  }
+  if (sent != in.size() || received != out.size())
+    fail("{}: all_to_all_v: the counts add up to {} sent and {} received, the buffers hold {} and {}", who(),
+         sent, received, in.size(), out.size());
+  if ((in.empty() || on_host(in.data())) && (out.empty() || on_host(out.data()))) {
+    host().all_to_all_v(in, send_counts, out, recv_counts);
+    return;
+  }
+  // NCCL has no all-to-all: one group of a send and a receive per peer, as NCCL's own examples do.
+  run_collective(fmt::format("all_to_all_v (ncclSend/ncclRecv group) of {} floats out, {} in over {} ranks",
+                             sent, received, n),
+                 [&](cudaStream_t stream) {
+                   NCCL_CHECK(ncclGroupStart());
+                   std::size_t so = 0, ro = 0;
+                   for (std::size_t r = 0; r < n; ++r) {
+                     if (send_counts[r])
+                       NCCL_CHECK(ncclSend(in.data() + so, send_counts[r], ncclFloat32, static_cast<int>(r),
+                                           comm_, stream));
+                     if (recv_counts[r])
+                       NCCL_CHECK(ncclRecv(out.data() + ro, recv_counts[r], ncclFloat32, static_cast<int>(r),
+                                           comm_, stream));
+                     so += send_counts[r];
+                     ro += recv_counts[r];
+                   }
+                   NCCL_CHECK(ncclGroupEnd());
+                 });
 }
 
 void NcclComm::barrier() {

@@ -12,9 +12,10 @@
 ///   to b with the k-th receive on b from a on one stream in issue order, exactly the plan's
 ///   rendezvous semantics, which is why a plan that passed the deadlock check cannot hang here.
 ///   Tags are not transmitted (NCCL has none); they name transfers in messages.
-/// - Collectives: all_reduce of device memory is ncclAllReduce on the communication stream,
-///   waited for with the timeout; host memory (losses, flags, the gradient check) and barrier()
-///   go to the host communicator (exec::ForwardingComm).
+/// - Collectives: all_reduce, all_gather and reduce_scatter of device memory are ncclAllReduce,
+///   ncclAllGather and ncclReduceScatter on the communication stream, all_to_all_v a group of
+///   ncclSend / ncclRecv, each waited for with the timeout; host memory (losses, flags, the gradient check)
+///   and barrier() go to the host communicator (exec::ForwardingComm).
 /// - Watchdog: a thread per process watches every transfer in flight and every communicator set-up;
 ///   when one has not completed within the communicator's timeout, or NCCL reports an asynchronous
 ///   error, it aborts every communicator (ncclCommAbort, so kernels stuck on a dead peer return),
@@ -22,6 +23,7 @@
 ///   process if the main thread has not ended the job itself within a grace period.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +51,11 @@ class NcclComm final : public exec::ForwardingComm {
   [[nodiscard]] exec::Request isend(std::span<const float> data, int peer, int tag) override;
   [[nodiscard]] exec::Request irecv(std::span<float> data, int peer, int tag) override;
   void all_reduce(std::span<float> data, exec::ReduceOp op = exec::ReduceOp::Sum) override;
+  void all_gather(std::span<const float> in, std::span<float> out) override;
+  void reduce_scatter(std::span<const float> in, std::span<float> out) override;
+  /// A group of ncclSend / ncclRecv, one pair per peer (NCCL has no variable all-to-all).
+  void all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts, std::span<float> out,
+                    std::span<const std::size_t> recv_counts) override;
   void barrier() override;
   [[nodiscard]] std::unique_ptr<exec::Comm> split(int color, int key) override;
   void abort(int code) noexcept override;
@@ -68,6 +75,11 @@ class NcclComm final : public exec::ForwardingComm {
   void check_healthy() const;
   exec::Request post(const NcclTransfer& t);
   void issue(const std::shared_ptr<NcclBatch>& batch);
+  /// Host (or unregistered) memory goes to the host communicator.
+  [[nodiscard]] bool on_host(const void* p) const;
+  /// Enqueues a collective on the communication stream (after the compute stream), waits for it
+  /// with the timeout under the watchdog, and orders later compute after it.
+  void run_collective(const std::string& what, const std::function<void(cudaStream_t)>& enqueue);
 
   CudaDevice& device_;
   std::shared_ptr<NcclWatchdog> watchdog_;

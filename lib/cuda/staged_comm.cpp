@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -186,6 +188,50 @@ void StagedComm::all_reduce(std::span<float> data, exec::ReduceOp op) {
   host().all_reduce(std::span<float>(staged, data.size()), op);
   CUDA_CHECK(cudaMemcpyAsync(data.data(), staged, data.size_bytes(), cudaMemcpyHostToDevice, s));
   pool_->release_after(staged, data.size_bytes(), s);
+}
+
+void StagedComm::staged(std::span<const float> in, std::span<float> out,
+                        const std::function<void(std::span<const float>, std::span<float>)>& host_call) {
+  auto* staged_in = static_cast<float*>(pool_->acquire(std::max<std::size_t>(in.size_bytes(), 1)));
+  auto* staged_out = static_cast<float*>(pool_->acquire(std::max<std::size_t>(out.size_bytes(), 1)));
+  const cudaStream_t s = device_.compute_stream();
+  if (!in.empty())
+    CUDA_CHECK(cudaMemcpyAsync(staged_in, in.data(), in.size_bytes(), cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  host_call(std::span<const float>(staged_in, in.size()), std::span<float>(staged_out, out.size()));
+  if (!out.empty())
+    CUDA_CHECK(cudaMemcpyAsync(out.data(), staged_out, out.size_bytes(), cudaMemcpyHostToDevice, s));
+  pool_->release_after(staged_in, std::max<std::size_t>(in.size_bytes(), 1), s);
+  pool_->release_after(staged_out, std::max<std::size_t>(out.size_bytes(), 1), s);
+}
+
+void StagedComm::all_gather(std::span<const float> in, std::span<float> out) {
+  if (out.empty() || !is_device_pointer(out.data())) {
+    host().all_gather(in, out);
+    return;
+  }
+  staged(in, out, [&](std::span<const float> i, std::span<float> o) { host().all_gather(i, o); });
+}
+
+void StagedComm::reduce_scatter(std::span<const float> in, std::span<float> out) {
+  if (out.empty() || !is_device_pointer(out.data())) {
+    host().reduce_scatter(in, out);
+    return;
+  }
+  staged(in, out, [&](std::span<const float> i, std::span<float> o) { host().reduce_scatter(i, o); });
+}
+
+void StagedComm::all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts,
+                              std::span<float> out, std::span<const std::size_t> recv_counts) {
+  const bool device =
+      (!in.empty() && is_device_pointer(in.data())) || (!out.empty() && is_device_pointer(out.data()));
+  if (!device) {
+    host().all_to_all_v(in, send_counts, out, recv_counts);
+    return;
+  }
+  staged(in, out, [&](std::span<const float> i, std::span<float> o) {
+    host().all_to_all_v(i, send_counts, o, recv_counts);
+  });
 }
 
 std::unique_ptr<exec::Comm> StagedComm::split(int color, int key) {

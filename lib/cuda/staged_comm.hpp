@@ -7,9 +7,11 @@
 /// A send copies the tensor to host memory on the communication stream (after the compute
 /// stream, which produced it) and posts the host send once the copy is done; a receive posts the
 /// host receive at once and, when it has arrived, copies the data to the device buffer on the
-/// compute stream, so the consumer is ordered after it. Host-memory collectives, barrier and
-/// abort go straight to the host communicator (exec::ForwardingComm).
+/// compute stream, so the consumer is ordered after it. Collectives of device memory are staged
+/// the same way around the host's; host-memory collectives, barrier and abort go straight to the
+/// host communicator (exec::ForwardingComm).
 
+#include <functional>
 #include <memory>
 
 #include "cuda/cuda_device.hpp"
@@ -30,9 +32,17 @@ class StagedComm final : public exec::ForwardingComm {
   [[nodiscard]] exec::Request isend(std::span<const float> data, int peer, int tag) override;
   [[nodiscard]] exec::Request irecv(std::span<float> data, int peer, int tag) override;
   void all_reduce(std::span<float> data, exec::ReduceOp op = exec::ReduceOp::Sum) override;
+  void all_gather(std::span<const float> in, std::span<float> out) override;
+  void reduce_scatter(std::span<const float> in, std::span<float> out) override;
+  void all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts, std::span<float> out,
+                    std::span<const std::size_t> recv_counts) override;
   [[nodiscard]] std::unique_ptr<exec::Comm> split(int color, int key) override;
 
  private:
+  /// Copies `in` to pinned memory, runs the host collective into pinned memory, copies the result
+  /// to `out` on the compute stream (so later kernels are ordered after it).
+  void staged(std::span<const float> in, std::span<float> out,
+              const std::function<void(std::span<const float>, std::span<float>)>& host_call);
   class SendOp;
   class RecvOp;
   StagedComm(std::unique_ptr<exec::Comm> host, CudaDevice& device, std::shared_ptr<PinnedPool> pool);

@@ -1,19 +1,21 @@
 #include "exec/comm.hpp"
 
+#include <fmt/format.h>
+
 #include <thread>
 
 #include "core/error.hpp"
 
 namespace octo::exec {
 
-Request::Request(std::unique_ptr<PendingOp> op, int rank, std::chrono::milliseconds timeout)
-    : op_(std::move(op)), rank_(rank), timeout_(timeout) {}
+Request::Request(std::unique_ptr<PendingOp> op, std::string who, std::chrono::milliseconds timeout)
+    : op_(std::move(op)), who_(std::move(who)), timeout_(timeout) {}
 
 Request& Request::operator=(Request&& other) noexcept {
   if (this != &other) {
     if (op_) op_->cancel();
     op_ = std::move(other.op_);
-    rank_ = other.rank_;
+    who_ = std::move(other.who_);
     timeout_ = other.timeout_;
   }
   return *this;
@@ -48,13 +50,15 @@ void Request::wait() {
     }
     if (waited > timeout_)
       fail(
-          "rank {}: timed out after {:.1f} s waiting for {} (the peer may have died or the plan may "
+          "{}: timed out after {:.1f} s waiting for {} (the peer may have died or the plan may "
           "not match on every rank; --timeout sets the limit)",
-          rank_, std::chrono::duration<double>(waited).count(), op_->describe());
+          who_, std::chrono::duration<double>(waited).count(), op_->describe());
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, std::chrono::microseconds(200));
   }
 }
+
+std::string Comm::who() const { return label_.empty() ? fmt::format("rank {}", rank()) : label_; }
 
 std::string Request::describe() const { return op_ ? op_->describe() : std::string("complete"); }
 

@@ -36,8 +36,9 @@ class PendingOp {
 class Request {
  public:
   Request() = default;
-  /// `rank` and `timeout` are the owning communicator's, for the timeout message.
-  Request(std::unique_ptr<PendingOp> op, int rank, std::chrono::milliseconds timeout);
+  /// `who` ("rank 3", or with the group: Comm::who()) and `timeout` are the owning
+  /// communicator's, for the timeout message.
+  Request(std::unique_ptr<PendingOp> op, std::string who, std::chrono::milliseconds timeout);
   Request(Request&&) noexcept = default;
   Request& operator=(Request&& other) noexcept;
   Request(const Request&) = delete;
@@ -46,7 +47,7 @@ class Request {
 
   /// True once the operation has completed; never blocks.
   [[nodiscard]] bool test();
-  /// Blocks until completion. Throws octo::Error "rank r: timed out after T s waiting for <op>"
+  /// Blocks until completion. Throws octo::Error "<who>: timed out after T s waiting for <op>"
   /// when the communicator's timeout passes first.
   void wait();
   [[nodiscard]] bool done() const { return op_ == nullptr; }
@@ -55,14 +56,14 @@ class Request {
 
  private:
   std::unique_ptr<PendingOp> op_;
-  int rank_ = -1;
+  std::string who_;
   std::chrono::milliseconds timeout_{0};
 };
 
 enum class ReduceOp : std::uint8_t { Sum, Max };
 
-/// One group of ranks (the world, a pipeline, or the data-parallel replicas of one pipeline
-/// device). Not thread-safe: one thread drives one communicator.
+/// One group of ranks (the world, or one of a rank's tensor, data, pipeline, expert and
+/// expert-data groups: plan/rank_layout.hpp). Not thread-safe: one thread drives one communicator.
 class Comm {
  public:
   Comm() = default;
@@ -86,6 +87,17 @@ class Comm {
   /// Element-wise reduction of `data` over every rank of the group, in place; blocks (with the
   /// timeout). Every rank calls it with the same size, in the same order as other collectives.
   virtual void all_reduce(std::span<float> data, ReduceOp op = ReduceOp::Sum) = 0;
+  /// out[r·n, (r+1)·n) = rank r's in[0, n) for every rank r (n = in.size(); out.size() = size()·n);
+  /// blocks (with the timeout). Every rank passes the same n.
+  virtual void all_gather(std::span<const float> in, std::span<float> out) = 0;
+  /// out[0, n) = the sum over the group of every rank's in[rank()·n, (rank()+1)·n) (n =
+  /// out.size(); in.size() = size()·n); blocks (with the timeout). Every rank passes the same n.
+  virtual void reduce_scatter(std::span<const float> in, std::span<float> out) = 0;
+  /// Variable all-to-all: sends send_counts[r] floats (consecutive blocks of `in`, in rank order)
+  /// to rank r and receives recv_counts[r] floats from rank r (consecutive blocks of `out`);
+  /// recv_counts[r] must equal rank r's send_counts[rank()]. Blocks (with the timeout).
+  virtual void all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts,
+                            std::span<float> out, std::span<const std::size_t> recv_counts) = 0;
   /// Blocks (with the timeout) until every rank of the group has reached it.
   virtual void barrier() = 0;
   /// Collective: sub-groups of the ranks passing the same `color`, ranked by (key, rank).
@@ -98,15 +110,22 @@ class Comm {
   /// Limit for every blocking wait of requests made from now on, and for the collectives.
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
   [[nodiscard]] std::chrono::milliseconds timeout() const { return timeout_; }
+  /// What this group is, for messages ("tensor group of rank 5 (ranks 4, 5)"; plan/rank_layout.hpp
+  /// describes the runtime's groups); split() children start without one.
+  void set_label(std::string label) { label_ = std::move(label); }
+  [[nodiscard]] const std::string& label() const { return label_; }
+  /// Who is speaking in an error message: the label (which names the world rank), else "rank r".
+  [[nodiscard]] std::string who() const;
 
  protected:
-  /// Wraps a backend operation into a request carrying this group's rank and timeout.
+  /// Wraps a backend operation into a request carrying this group's rank, label and timeout.
   [[nodiscard]] Request make_request(std::unique_ptr<PendingOp> op) const {
-    return Request(std::move(op), rank(), timeout_);
+    return Request(std::move(op), who(), timeout_);
   }
 
  private:
   std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
+  std::string label_;
 };
 
 }  // namespace octo::exec

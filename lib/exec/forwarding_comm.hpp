@@ -1,7 +1,8 @@
 #pragma once
 /// The base of communicators that run on top of a host communicator (MPI in octorun, the thread
 /// fake in tests) and do only part of the work themselves — device-memory transfers over NCCL, or
-/// staged through pinned host memory: rank, size, tags, barrier and abort are the host's, and the
+/// staged through pinned host memory: rank, size, tags, barrier and abort are the host's (and the
+/// collectives, unless a subclass handles them for device memory), and the
 /// host gets this communicator's timeout before every call forwarded to it. The top-level
 /// communicator borrows its host; a split() child owns the host group it was split from.
 ///
@@ -24,6 +25,16 @@ class ForwardingComm : public Comm {
   [[nodiscard]] int size() const override { return host_->size(); }
   [[nodiscard]] int max_tag() const override { return host_->max_tag(); }
   void barrier() override { host().barrier(); }
+  /// The host's collectives: a subclass overrides them for device memory and forwards host memory
+  /// (losses, flags, the gradient check) here.
+  void all_gather(std::span<const float> in, std::span<float> out) override { host().all_gather(in, out); }
+  void reduce_scatter(std::span<const float> in, std::span<float> out) override {
+    host().reduce_scatter(in, out);
+  }
+  void all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts, std::span<float> out,
+                    std::span<const std::size_t> recv_counts) override {
+    host().all_to_all_v(in, send_counts, out, recv_counts);
+  }
   void abort(int code) noexcept override { host_->abort(code); }
 
  protected:

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "exec/canonical.hpp"
 #include "nn/reference.hpp"
 
 namespace octo::exec {
@@ -15,11 +16,20 @@ GradientCheck check_gradients(Runtime& runtime, Comm& world, nn::Device& device,
   const ModelSpec& model = plan.model;
   const std::size_t L = model.layers.size();
 
-  // Layer sizes from this rank's layers, summed over the world (each layer lives on exactly one
-  // device; every replica holds a copy, so divide by dp).
-  std::vector<float> sizes(L, 0.0f);
+  // Canonical (TP 1, EP 1) gradients of this rank's layers: ZeRO-1 shards gathered over the data
+  // groups, then TP and EP shards over the tensor x expert group, whose first rank compares.
+  runtime.grad_sync().gather_grads();
   std::vector<nn::Layer*> mine = runtime.layers();
-  for (nn::Layer* l : mine) sizes[l->index()] = static_cast<float>(l->params().count());
+  std::vector<std::vector<float>> full(L);
+  for (nn::Layer* l : mine) {
+    const std::vector<float> local = device.download(l->params().grads());
+    full[l->index()] = concat(gather_full(runtime, *l, local));
+  }
+  const bool compares = runtime.shard_group().rank() == 0;
+
+  // Layer sizes (each layer lives on exactly one plan device; its copies agree on the size).
+  std::vector<float> sizes(L, 0.0f);
+  for (nn::Layer* l : mine) sizes[l->index()] = static_cast<float>(full[l->index()].size());
   world.all_reduce(sizes, ReduceOp::Max);
   std::vector<std::size_t> offset(L + 1, 0);
   for (std::size_t i = 0; i < L; ++i) offset[i + 1] = offset[i] + static_cast<std::size_t>(sizes[i]);
@@ -44,7 +54,8 @@ GradientCheck check_gradients(Runtime& runtime, Comm& world, nn::Device& device,
 
   std::vector<float> diff(L, 0.0f);
   for (nn::Layer* l : mine) {
-    const std::vector<float> g = device.download(l->params().grads());
+    if (!compares) continue;
+    const std::vector<float>& g = full[l->index()];
     const float* r = reference.data() + offset[l->index()];
     double max_err = 0, max_ref = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {

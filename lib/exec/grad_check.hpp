@@ -32,8 +32,11 @@ struct GradientCheck {
 
 /// Collective over `world`. Call after runtime.step(step) and before runtime.update(). World rank
 /// 0 runs the reference (dp × microbatches micro-batches) on `device` and shares its gradients
-/// with an all-reduce; every rank compares its own layers; the figures are combined so that every
-/// rank returns the same result. `step_loss` is StepStats::loss (used from the LM head's rank).
+/// with an all-reduce; the ranks gather their layers' gradients to canonical tensors (ZeRO-1
+/// shards over the data groups, TP and EP shards over the tensor × expert group, exec/canonical.hpp)
+/// and the first rank of each tensor × expert group compares them; the figures are combined so
+/// that every rank returns the same result. With ZeRO-1 it leaves every rank's whole gradient
+/// summed (the update reads only its shard). `step_loss` is StepStats::loss (used from the LM head's rank).
 [[nodiscard]] GradientCheck check_gradients(Runtime& runtime, Comm& world, nn::Device& device,
                                             const nn::TextData& data, std::uint64_t seed, std::int64_t step,
                                             double step_loss);

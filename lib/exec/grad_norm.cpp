@@ -1,14 +1,24 @@
 #include "exec/grad_norm.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace octo::exec {
 
 std::vector<GradPiece> grad_pieces(Runtime& runtime) {
   std::vector<GradPiece> out;
-  for (nn::Layer* layer : runtime.layers()) {
-    nn::Buffer& g = layer->params().grads();
-    out.push_back({g.data(), g.size(), runtime.replica() == 0});
+  GradientSync& sync = runtime.grad_sync();
+  const bool tensor_first = runtime.coords().tp == 0;
+  for (const GradRun& run : sync.runs()) {
+    // ZeRO 1: every rank's shard is its own; ZeRO 0: the group's copies are equal, its first counts.
+    const bool group_counts = sync.sharded() || sync.group(run).rank() == 0;
+    float* grads = run.layer->params().grads().data();
+    for (const nn::ParamInfo& p : run.layer->params().infos()) {
+      const std::size_t lo = std::max(p.offset, run.own_begin), hi = std::min(p.offset + p.size, run.own_end);
+      if (lo >= hi) continue;
+      // A tensor replicated over the tensor group is counted on its first rank; a TP shard everywhere.
+      out.push_back({grads + lo, hi - lo, group_counts && (tensor_first || !p.tp.replicated())});
+    }
   }
   return out;
 }

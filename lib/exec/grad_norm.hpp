@@ -3,11 +3,12 @@
 /// pipeline stages and data-parallel replicas, each parameter counted exactly once.
 ///
 /// Ownership rule: a rank lists each of its gradient tensors as a GradPiece and marks it
-/// `counted` when its copy is the one that counts. With data parallelism every replica holds the
-/// same reduced gradient, so only replica 0's pieces count (grad_pieces()). A sharded executor
-/// lists its shards: a shard (ZeRO, a TP split, one expert of an EP group) counts on the rank that
-/// holds it; a tensor replicated over a group (a TP-replicated norm scale) counts on the group's
-/// first rank. Then every parameter contributes its squares once, whatever the layout.
+/// `counted` when its copy is the one that counts (grad_pieces()). With ZeRO 0 every member of a
+/// data (or, for routed experts, expert-data) group holds the same reduced gradient, so only the
+/// group's first rank counts; with ZeRO 1 each rank lists only its shard, which counts. A TP shard
+/// counts on the rank that holds it, a tensor replicated over the tensor group (a norm scale) on
+/// the group's first rank; the experts of an EP group are distinct, each counted where it lives.
+/// Then every parameter contributes its squares once, whatever the layout.
 
 #include <cstddef>
 #include <span>
@@ -26,7 +27,8 @@ struct GradPiece {
   bool counted = true;  ///< its squares enter the global norm on this rank
 };
 
-/// This runtime's pieces: one per local layer's flat gradient buffer, counted on replica 0.
+/// This runtime's pieces: one per parameter (its part in this rank's ZeRO shard), counted by the
+/// rule above.
 [[nodiscard]] std::vector<GradPiece> grad_pieces(Runtime& runtime);
 
 /// sqrt(Σ over every rank of world of the squares of its counted pieces). Collective over

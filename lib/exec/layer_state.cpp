@@ -7,6 +7,8 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "exec/canonical.hpp"
+#include "nn/tp_shard.hpp"
 
 namespace octo::exec {
 
@@ -20,7 +22,9 @@ nn::Layer& RuntimeLayerStates::layer(std::size_t index) {
 }
 
 std::vector<std::size_t> RuntimeLayerStates::layers_to_write() {
-  if (runtime_.replica() != 0) return {};
+  // Data-parallel rank 0 (so expert rank 0) and tensor rank 0: the first member of a tensor x expert
+  // group, which gather_for_export() gave the canonical tensors.
+  if (runtime_.coords().dp != 0 || runtime_.coords().tp != 0) return {};
   return layers_to_read();
 }
 
@@ -30,48 +34,80 @@ std::vector<std::size_t> RuntimeLayerStates::layers_to_read() {
   return out;
 }
 
-CanonicalLayer RuntimeLayerStates::export_layer(std::size_t index) {
-  nn::Layer& l = layer(index);
+std::vector<float> RuntimeLayerStates::whole_moment(nn::Layer& l, bool second) {
   nn::ParamSet& ps = l.params();
-  CanonicalLayer out;
-  out.index = index;
-  out.label = l.label();
-  if (ps.count() == 0) return out;
   nn::Device& device = *ps.values().device();
-  const auto [m, v] = runtime_.optimizer().moments(ps);
-  const std::vector<float> values = device.download(ps.values());
-  const std::vector<float> first = device.download(*m);
-  const std::vector<float> second = device.download(*v);
-  const auto part = [](const std::vector<float>& all, const nn::ParamInfo& p) {
-    const auto begin = all.begin() + static_cast<std::ptrdiff_t>(p.offset);
-    return std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(p.size));
-  };
-  for (const nn::ParamInfo& p : ps.infos()) {
-    out.tensors.push_back({p.name, p.shape, part(values, p)});
-    out.tensors.push_back({exp_avg_name(p.name), p.shape, part(first, p)});
-    out.tensors.push_back({exp_avg_sq_name(p.name), p.shape, part(second, p)});
+  GradientSync& sync = runtime_.grad_sync();
+  if (!sync.sharded()) {
+    const auto [m, v] = runtime_.optimizer().moments(ps);
+    return device.download(second ? *v : *m);
   }
-  return out;
+  // ZeRO-1: each run's moments are sharded over its group; gather them into the layer's layout.
+  nn::Buffer whole = device.zeros(ps.count());
+  for (const GradRun& run : sync.runs()) {
+    if (run.layer != &l) continue;
+    const auto [m, v] = runtime_.optimizer().moments(ps, run.own_begin);
+    sync.gather_run(run, (second ? v : m)->data(), whole.data() + run.begin);
+  }
+  return device.download(whole);
+}
+
+void RuntimeLayerStates::gather_for_export() {
+  exported_.clear();
+  const bool writer = !layers_to_write().empty();
+  for (nn::Layer* l : runtime_.layers()) {
+    nn::ParamSet& ps = l->params();
+    CanonicalLayer out;
+    out.index = l->index();
+    out.label = l->label();
+    if (ps.count() > 0) {
+      nn::Device& device = *ps.values().device();
+      // Every member of the data groups and of the tensor x expert group takes part, in layer order.
+      const std::vector<float> first = whole_moment(*l, false), second = whole_moment(*l, true);
+      const auto values = gather_full(runtime_, *l, device.download(ps.values()));
+      const auto m = gather_full(runtime_, *l, first);
+      const auto v = gather_full(runtime_, *l, second);
+      const Plan& p = runtime_.plan().plan;
+      for (std::size_t i = 0; i < ps.infos().size(); ++i) {
+        const nn::ParamInfo& info = ps.infos()[i];
+        const std::vector<std::int64_t> shape = nn::full_shape(info, p.ep);
+        out.tensors.push_back({info.name, shape, values[i]});
+        out.tensors.push_back({exp_avg_name(info.name), shape, m[i]});
+        out.tensors.push_back({exp_avg_sq_name(info.name), shape, v[i]});
+      }
+    }
+    if (writer) exported_.push_back(std::move(out));
+  }
+}
+
+CanonicalLayer RuntimeLayerStates::export_layer(std::size_t index) {
+  for (CanonicalLayer& c : exported_)
+    if (c.index == index) return c;
+  fail("[rank {}] layer {} was not gathered for export on this rank", runtime_.rank(), index);
 }
 
 void RuntimeLayerStates::import_layer(const CanonicalLayer& state, const std::string& source) {
   nn::Layer& l = layer(state.index);
   nn::ParamSet& ps = l.params();
+  const Plan& plan = runtime_.plan().plan;
   std::map<std::string, const CanonicalTensor*> by_name;
   for (const CanonicalTensor& t : state.tensors) by_name[t.name] = &t;
-  std::vector<float> values(ps.count()), first(ps.count()), second(ps.count());
+  std::vector<std::vector<float>> values, first, second;
   std::size_t used = 0;
-  const auto take = [&](const std::string& name, const nn::ParamInfo& p, std::vector<float>& into) {
+  const auto take = [&](const std::string& name, const nn::ParamInfo& p,
+                        std::vector<std::vector<float>>& into) {
     const auto it = by_name.find(name);
     if (it == by_name.end())
       fail("{}: tensor '{}' is missing (layer {} '{}' has it)", source, name, state.index, l.label());
     const CanonicalTensor& t = *it->second;
-    if (t.shape != p.shape)
+    const std::vector<std::int64_t> shape = nn::full_shape(p, plan.ep);
+    if (t.shape != shape)
       fail("{}: tensor '{}' has shape [{}], layer {} '{}' declares [{}]", source, name,
-           fmt::join(t.shape, ", "), state.index, l.label(), fmt::join(p.shape, ", "));
-    if (t.values.size() != p.size)
-      fail("{}: tensor '{}' has {} values, expected {}", source, name, t.values.size(), p.size);
-    std::copy(t.values.begin(), t.values.end(), into.begin() + static_cast<std::ptrdiff_t>(p.offset));
+           fmt::join(t.shape, ", "), state.index, l.label(), fmt::join(shape, ", "));
+    if (t.values.size() != nn::full_size(p, plan.ep))
+      fail("{}: tensor '{}' has {} values, expected {}", source, name, t.values.size(),
+           nn::full_size(p, plan.ep));
+    into.push_back(t.values);
     ++used;
   };
   for (const nn::ParamInfo& p : ps.infos()) {
@@ -93,10 +129,24 @@ void RuntimeLayerStates::import_layer(const CanonicalLayer& state, const std::st
   }
   if (ps.count() == 0) return;
   nn::Device& device = *ps.values().device();
-  const auto [m, v] = runtime_.optimizer().moments(ps);
-  device.upload(ps.values().data(), std::span<const float>(values));
-  device.upload(m->data(), std::span<const float>(first));
-  device.upload(v->data(), std::span<const float>(second));
+  // This rank's TP / EP shard of each full tensor, then (ZeRO-1) its shard of each run's moments.
+  const std::vector<float> mine = local_from_full(runtime_, l, values);
+  const std::vector<float> m = local_from_full(runtime_, l, first), v = local_from_full(runtime_, l, second);
+  device.upload(ps.values().data(), std::span<const float>(mine));
+  GradientSync& sync = runtime_.grad_sync();
+  if (!sync.sharded()) {
+    const auto [bm, bv] = runtime_.optimizer().moments(ps);
+    device.upload(bm->data(), std::span<const float>(m));
+    device.upload(bv->data(), std::span<const float>(v));
+    return;
+  }
+  for (const GradRun& run : sync.runs()) {
+    if (run.layer != &l) continue;
+    const auto [bm, bv] = runtime_.optimizer().moments(ps, run.own_begin);
+    const std::size_t n = run.own_end - run.own_begin;
+    device.upload(bm->data(), std::span<const float>(m.data() + run.own_begin, n));
+    device.upload(bv->data(), std::span<const float>(v.data() + run.own_begin, n));
+  }
 }
 
 std::int64_t RuntimeLayerStates::optimizer_steps() { return runtime_.optimizer().steps(); }

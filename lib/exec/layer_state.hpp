@@ -3,9 +3,9 @@
 /// how a plan lays the layer out — and the small interface through which a runtime hands it out
 /// and takes it back.
 ///
-/// Canonical form: every parameter unsharded, by its name and shape, as fp32 (today the
-/// parameters themselves are the fp32 master weights: the CUDA backend computes in bf16 from
-/// them), with its AdamW moments "NAME.exp_avg" and "NAME.exp_avg_sq" of the same shape.
+/// Canonical form: every parameter unsharded (the TP 1, EP 1 tensor), by its name and shape, as fp32 (today
+/// the parameters themselves are the fp32 master weights: the CUDA backend computes in bf16 from them), with
+/// its AdamW moments "NAME.exp_avg" and "NAME.exp_avg_sq" of the same shape.
 ///
 /// The unsharded runtime implements the interface in RuntimeLayerStates. A sharded layout (ZeRO,
 /// TP, EP) implements it with its own ownership: the shard owners decide who writes a layer
@@ -56,11 +56,15 @@ class LayerStateIo {
   virtual void set_optimizer_steps(std::int64_t steps) = 0;
 };
 
-/// The unsharded runtime: each layer written by replica 0 of the device that holds it, read by
-/// every replica.
+/// The runtime's layers under any layout: gather_for_export() gathers ZeRO-1 moment shards over the
+/// data groups and TP / EP shards over the tensor × expert group (exec/canonical.hpp), so data-
+/// parallel rank 0 / tensor rank 0 of each plan device writes the canonical tensors; every rank
+/// reads the layers of its device and keeps its cut (TP / EP shard, ZeRO-1 moment shard). A
+/// checkpoint saved under one layout therefore loads under any other of the same model.
 class RuntimeLayerStates final : public LayerStateIo {
  public:
   explicit RuntimeLayerStates(Runtime& runtime) : runtime_(runtime) {}
+  void gather_for_export() override;
   [[nodiscard]] std::vector<std::size_t> layers_to_write() override;
   [[nodiscard]] CanonicalLayer export_layer(std::size_t layer) override;
   [[nodiscard]] std::vector<std::size_t> layers_to_read() override;
@@ -70,7 +74,11 @@ class RuntimeLayerStates final : public LayerStateIo {
 
  private:
   [[nodiscard]] nn::Layer& layer(std::size_t index);
+  /// The first (or second) moment of every parameter of `l` in its flat layout (ZeRO-1 shards
+  /// gathered: collective over the data groups).
+  [[nodiscard]] std::vector<float> whole_moment(nn::Layer& l, bool second);
   Runtime& runtime_;
+  std::vector<CanonicalLayer> exported_;  ///< gathered by gather_for_export(), on the writer
 };
 
 }  // namespace octo::exec

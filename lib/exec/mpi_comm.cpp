@@ -6,6 +6,7 @@
 #include <climits>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -95,6 +96,57 @@ class MpiComm final : public Comm {
         .wait();
   }
 
+  void all_gather(std::span<const float> in, std::span<float> out) override {
+    check_collective("all_gather", in.size(), out.size(), in.size() * static_cast<std::size_t>(size_));
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Iallgather(in.data(), static_cast<int>(in.size()), MPI_FLOAT, out.data(),
+                             static_cast<int>(in.size()), MPI_FLOAT, comm_, &r));
+    make_request(std::make_unique<MpiPending>(
+                     r, fmt::format("all_gather of {} floats per rank over {} ranks", in.size(), size_)))
+        .wait();
+  }
+
+  void reduce_scatter(std::span<const float> in, std::span<float> out) override {
+    check_collective("reduce_scatter", out.size(), in.size(), out.size() * static_cast<std::size_t>(size_));
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Ireduce_scatter_block(in.data(), out.data(), static_cast<int>(out.size()), MPI_FLOAT,
+                                        MPI_SUM, comm_, &r));
+    make_request(std::make_unique<MpiPending>(
+                     r, fmt::format("reduce_scatter of {} floats per rank over {} ranks", out.size(), size_)))
+        .wait();
+  }
+
+  void all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts, std::span<float> out,
+                    std::span<const std::size_t> recv_counts) override {
+    const auto n = static_cast<std::size_t>(size_);
+    if (send_counts.size() != n || recv_counts.size() != n)
+      fail("{}: all_to_all_v with {} send and {} receive counts over a group of {} ranks", who(),
+           send_counts.size(), recv_counts.size(), size_);
+    std::vector<int> sc(n), sd(n), rc(n), rd(n);
+    std::size_t send_total = 0, recv_total = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (send_total > INT_MAX || recv_total > INT_MAX || send_counts[r] > INT_MAX ||
+          recv_counts[r] > INT_MAX)
+        fail("{}: all_to_all_v: more than {} floats", who(), INT_MAX);
+      sd[r] = static_cast<int>(send_total);
+      rd[r] = static_cast<int>(recv_total);
+      sc[r] = static_cast<int>(send_counts[r]);
+      rc[r] = static_cast<int>(recv_counts[r]);
+      send_total += send_counts[r];
+      recv_total += recv_counts[r];
+    }
+    if (send_total != in.size() || recv_total != out.size())
+      fail("{}: all_to_all_v: the counts add up to {} sent and {} received, the buffers hold {} and {}",
+           who(), send_total, recv_total, in.size(), out.size());
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Ialltoallv(in.data(), sc.data(), sd.data(), MPI_FLOAT, out.data(), rc.data(), rd.data(),
+                             MPI_FLOAT, comm_, &r));
+    make_request(
+        std::make_unique<MpiPending>(r, fmt::format("all_to_all_v of {} floats out, {} in over {} ranks",
+                                                    send_total, recv_total, size_)))
+        .wait();
+  }
+
   void barrier() override {
     MPI_Request r = MPI_REQUEST_NULL;
     MPI_CHECK(MPI_Ibarrier(comm_, &r));
@@ -112,6 +164,14 @@ class MpiComm final : public Comm {
   void abort(int code) noexcept override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
+  /// `n` floats per rank, `whole` = the other buffer's size, which must be `expected`.
+  void check_collective(const char* what, std::size_t n, std::size_t whole, std::size_t expected) const {
+    if (whole != expected)
+      fail("{}: {} of {} floats per rank over {} ranks needs a buffer of {} floats, got {}", who(), what, n,
+           size_, expected, whole);
+    if (whole > static_cast<std::size_t>(INT_MAX)) fail("{}: {}: {} floats is too many", who(), what, whole);
+  }
+
   void check_p2p(const char* what, std::size_t count, int peer, int tag) const {
     if (peer < 0 || peer >= size_)
       fail("rank {}: {} rank {}: out of range (communicator of {})", rank_, what, peer, size_);

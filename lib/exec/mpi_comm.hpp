@@ -1,5 +1,6 @@
 #pragma once
-/// The MPI backend of Comm: MPI_Isend / MPI_Irecv point-to-point, MPI_Iallreduce / MPI_Ibarrier
+/// The MPI backend of Comm: MPI_Isend / MPI_Irecv point-to-point, MPI_Iallreduce, MPI_Iallgather,
+/// MPI_Ireduce_scatter_block, MPI_Ialltoallv and MPI_Ibarrier
 /// collectives waited on with the communicator's timeout, groups from MPI_Comm_split. This is the
 /// only part of the executor that includes mpi.h.
 

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "plan/rank_layout.hpp"
 #include "plan/semantics.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
@@ -84,9 +85,11 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
   world.all_reduce(spans);
 
   const int head_device = plan.plan.stages.back().device;
+  const Plan& p = plan.plan;
+  const RankLayout layout(p.devices, p.tp, p.dp, p.ep);
   out.per_rank.assign(R, std::vector<StepStats>(S));
   for (std::size_t r = 0; r < R; ++r) {
-    const int device = static_cast<int>(r) % plan.plan.devices;
+    const int device = layout.coords(static_cast<int>(r)).pp;
     const auto& program = plan.plan.programs[static_cast<std::size_t>(device)];
     for (std::size_t s = 0; s < S; ++s) {
       const float* row = &table[(r * S + s) * kFields];
@@ -109,12 +112,13 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
     }
   }
   for (std::size_t s = 0; s < S; ++s)
-    out.losses.push_back(out.per_rank[static_cast<std::size_t>(head_device)][s].loss);
+    out.losses.push_back(out.per_rank[static_cast<std::size_t>(layout.rank_of(head_device, 0, 0))][s].loss);
   return out;
 }
 
 Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
   const Plan& p = plan.plan;
+  const RankLayout layout(p.devices, p.tp, p.dp, p.ep);
   const auto [first, end] = measured_range(stats.steps, warmup);
   const double tokens =
       static_cast<double>(p.microbatches) * p.micro_batch * static_cast<double>(p.seq) * p.dp;
@@ -151,7 +155,8 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
   const int last_stage = static_cast<int>(p.stages.size()) - 1;
   std::vector<double> delay_ms(stats.per_rank.size(), 0.0);
   for (std::size_t r = 0; r < stats.per_rank.size(); ++r) {
-    const int d = static_cast<int>(r) % p.devices, base = static_cast<int>(r) - d;
+    const RankCoords at = layout.coords(static_cast<int>(r));
+    const int d = at.pp;
     const auto& program = p.programs[static_cast<std::size_t>(d)];
     std::vector<double> per_step;
     for (int s = first; s < end; ++s) {
@@ -168,7 +173,8 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
           const auto it = send_at.find({static_cast<int>(t), producer, op.mb});
           if (it == send_at.end()) return;
           const auto& peer =
-              stats.per_rank[static_cast<std::size_t>(base + it->second.first)][static_cast<std::size_t>(s)];
+              stats.per_rank[static_cast<std::size_t>(layout.rank_of(it->second.first, at.dp, at.tp))]
+                            [static_cast<std::size_t>(s)];
           if (it->second.second < peer.spans.size())
             ready = std::max(ready, peer.spans[it->second.second].start_us);
         };
@@ -206,8 +212,8 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
     for (const StepStats& st : stats.per_rank[r]) peak = std::max(peak, st.peak_activation_bytes);
     RankMeasurement rm;
     rm.rank = static_cast<int>(r);
-    rm.device = static_cast<int>(r) % p.devices;
-    rm.replica = static_cast<int>(r) / p.devices;
+    rm.device = layout.coords(static_cast<int>(r)).pp;
+    rm.replica = layout.coords(static_cast<int>(r)).dp;
     rm.busy_ms = median(busy);
     rm.idle_ms = std::max(0.0, pipe_ms - rm.busy_ms);
     rm.wait_ms = median(wait);
@@ -223,7 +229,7 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
   const auto S = p.stages.size();
   std::vector<std::array<double, 5>> sum(S), n(S);
   for (std::size_t r = 0; r < stats.per_rank.size(); ++r) {
-    const auto& program = p.programs[r % static_cast<std::size_t>(p.devices)];
+    const auto& program = p.programs[static_cast<std::size_t>(layout.coords(static_cast<int>(r)).pp)];
     for (int s = first; s < end; ++s) {
       const auto& spans = stats.per_rank[r][static_cast<std::size_t>(s)].spans;
       for (std::size_t i = 0; i < program.size() && i < spans.size(); ++i) {
@@ -287,10 +293,13 @@ Timeline measured_timeline(const ExecPlan& plan, const RunStats& stats) {
   const Plan& p = plan.plan;
   if (stats.steps == 0) return tl;
   const auto last = static_cast<std::size_t>(stats.steps - 1);
+  const RankLayout layout(p.devices, p.tp, p.dp, p.ep);
   const auto process = [&](int rank) {
-    const int device = rank % p.devices, replica = rank / p.devices;
-    return replica == 0 ? fmt::format("device {}", device)
-                        : fmt::format("device {} replica {}", device, replica);
+    const RankCoords at = layout.coords(rank);
+    std::string name = fmt::format("device {}", at.pp);
+    if (at.dp > 0) name += fmt::format(" replica {}", at.dp);
+    if (p.tp > 1) name += fmt::format(" tp {}", at.tp);
+    return name;
   };
   for (int r = 0; r < stats.ranks; ++r) {
     tl.track(process(r), "compute");
@@ -299,14 +308,17 @@ Timeline measured_timeline(const ExecPlan& plan, const RunStats& stats) {
   // The k-th SEND a→b meets the k-th RECV on b from a (per replica): one flow id per pair.
   std::map<std::tuple<int, int, int>, std::vector<std::int64_t>> ids;
   std::int64_t next = 0;
+  // Keyed by the pipeline (its data-parallel and tensor rank: q = dp·T + tp), device and peer.
   for (int r = 0; r < stats.ranks; ++r) {
-    const int d = r % p.devices, q = r / p.devices;
+    const RankCoords at = layout.coords(r);
+    const int d = at.pp, q = at.dp * p.tp + at.tp;
     for (const Op& op : p.programs[static_cast<std::size_t>(d)])
       if (op.kind == OpKind::Send) ids[{q, d, op.peer}].push_back(next++);
   }
   std::map<std::tuple<int, int, int>, std::size_t> sent, received;
   for (int r = 0; r < stats.ranks; ++r) {
-    const int d = r % p.devices, q = r / p.devices;
+    const RankCoords at = layout.coords(r);
+    const int d = at.pp, q = at.dp * p.tp + at.tp;
     const auto& program = p.programs[static_cast<std::size_t>(d)];
     const auto& spans = stats.per_rank[static_cast<std::size_t>(r)][last].spans;
     for (std::size_t i = 0; i < program.size() && i < spans.size(); ++i) {

@@ -40,15 +40,15 @@ int parse_int(const std::string& text, const std::string& whole) {
 // ---- plan preparation -----------------------------------------------------------------------
 
 ExecPlan prepare_plan(Plan plan, std::string source, int world_size) {
-  if (plan.devices <= 0 || plan.dp <= 0)
-    fail("{}: the plan has {} pipeline devices and dp {} (expected positive sizes)", source, plan.devices,
-         plan.dp);
-  const int needed = plan.devices * plan.dp;
+  if (plan.devices <= 0 || plan.dp <= 0 || plan.tp <= 0)
+    fail("{}: the plan has {} pipeline devices, dp {} and tp {} (expected positive sizes)", source,
+         plan.devices, plan.dp, plan.tp);
+  const int needed = plan.devices * plan.dp * plan.tp;
   if (world_size != needed)
     fail_usage(
-        "{}: world size {} does not match the plan: {} pipeline device{} x dp {} = {} rank{} (run mpirun -np "
-        "{})",
-        source, world_size, plan.devices, plan.devices == 1 ? "" : "s", plan.dp, needed,
+        "{}: world size {} does not match the plan: {} pipeline device{} x dp {} x tp {} = {} rank{} (run "
+        "mpirun -np {})",
+        source, world_size, plan.devices, plan.devices == 1 ? "" : "s", plan.dp, plan.tp, needed,
         needed == 1 ? "" : "s", needed);
   // The one check of `octoplan check`: inputs, structure, byte counts, deadlock freedom, prediction,
   // memory and the executor's limits, so octorun runs exactly the plans it accepts.
@@ -145,42 +145,91 @@ struct Runtime::StepState {
 
 Runtime::Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn::TokenData& data,
                  const RuntimeOptions& options)
-    : plan_(plan), world_(world), device_(device), data_(data), options_(options) {
+    : plan_(plan),
+      world_(world),
+      device_(device),
+      data_(data),
+      options_(options),
+      layout_(plan.plan.devices, plan.plan.tp, plan.plan.dp, plan.plan.ep) {
   const Plan& p = plan_.plan;
   if (world.size() != plan_.world_size())
-    fail("{}: world size {} does not match the plan ({} devices x dp {})", plan_.source, world.size(),
-         p.devices, p.dp);
+    fail("{}: world size {} does not match the plan ({} devices x dp {} x tp {})", plan_.source, world.size(),
+         p.devices, p.dp, p.tp);
   rank_ = world.rank();
-  device_index_ = rank_ % p.devices;
-  replica_ = rank_ / p.devices;
+  coords_ = layout_.coords(rank_);
+  device_index_ = coords_.pp;
+  replica_ = coords_.dp;
   const int last_tag = tag(plan_.stages() - 1, p.microbatches - 1, TensorKind::Gradient);
   if (last_tag > world.max_tag())
     fail("{}: {} stages x {} micro-batches need tags up to {}, beyond the transport's limit {}", plan_.source,
          plan_.stages(), p.microbatches, last_tag, world.max_tag());
-  pipeline_ = world.split(replica_, device_index_);
-  dp_group_ = world.split(device_index_, replica_);
+  // Every rank makes every split, in the same order (each is collective over the world); the key
+  // is the world rank, which orders each group as plan/rank_layout.hpp documents.
+  const auto split = [&](GroupKind kind) {
+    std::unique_ptr<Comm> c = world.split(layout_.color(kind, rank_), rank_);
+    c->set_label(layout_.describe(kind, rank_));
+    return c;
+  };
+  pipeline_ = split(GroupKind::Pipeline);
+  dp_group_ = split(GroupKind::Data);
+  expert_dp_group_ = split(GroupKind::ExpertData);
+  tp_group_ =
+      std::make_unique<CommGroup>(split(GroupKind::Tensor), layout_.describe(GroupKind::Tensor, rank_));
+  ep_group_ =
+      std::make_unique<CommGroup>(split(GroupKind::Expert), layout_.describe(GroupKind::Expert, rank_));
+  shard_group_ = world.split(coords_.pp * (p.dp / p.ep) + coords_.ep_block, rank_);
+  shard_group_->set_label(fmt::format("tensor x expert group of rank {}", rank_));
+  const nn::LayerGroups groups{p.tp > 1 ? tp_group_.get() : nullptr, p.ep > 1 ? ep_group_.get() : nullptr};
 
   local_of_stage_.assign(p.stages.size(), -1);
-  optimizer_ = std::make_unique<nn::AdamW>(device_, options_.optimizer);
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const Stage& st = p.stages[s];
     if (st.device != device_index_) continue;
     local_of_stage_[s] = static_cast<int>(nets_.size());
     nets_.push_back(std::make_unique<nn::StageNet>(plan_.model, static_cast<std::size_t>(st.first_layer),
                                                    static_cast<std::size_t>(st.end_layer), options_.seed,
-                                                   device_));
-    for (auto& layer : nets_.back()->layers()) optimizer_->add(layer->params());
+                                                   device_, groups));
+  }
+  const std::vector<nn::Layer*> mine = layers();
+  sync_ = std::make_unique<GradientSync>(mine, *dp_group_, *expert_dp_group_, p.zero, device_);
+  optimizer_ = std::make_unique<nn::AdamW>(device_, options_.optimizer);
+  if (sync_->sharded()) {
+    for (const GradRun& run : sync_->runs()) optimizer_->add(run.layer->params(), run.own_begin, run.own_end);
+  } else {
+    for (nn::Layer* layer : mine) optimizer_->add(layer->params());
   }
   for (const Op& op : p.programs[static_cast<std::size_t>(device_index_)])
     if (op.kind == OpKind::F ||
         ((op.kind == OpKind::Send || op.kind == OpKind::Recv) && op.tensor == TensorKind::Activation))
       eval_program_.push_back(op);
-  log::debug("exec", "rank {} = device {} of replica {}: {} stage(s), {} parameters, {} ops per step", rank_,
-             device_index_, replica_, nets_.size(), param_count(),
+  log::debug("exec",
+             "rank {} = device {}, data-parallel rank {}, tensor rank {}: {} stage(s), {} parameters, {} ops "
+             "per step",
+             rank_, device_index_, replica_, coords_.tp, nets_.size(), param_count(),
              p.programs[static_cast<std::size_t>(device_index_)].size());
 }
 
 Runtime::~Runtime() = default;
+
+Comm& Runtime::group(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::Tensor:
+      return tp_group_->comm();
+    case GroupKind::Data:
+      return *dp_group_;
+    case GroupKind::Pipeline:
+      return *pipeline_;
+    case GroupKind::Expert:
+      return ep_group_->comm();
+    case GroupKind::ExpertData:
+      return *expert_dp_group_;
+  }
+  fail("unknown group kind");
+}
+
+nn::ShardPos Runtime::shard_pos() const {
+  return {.tp_size = plan_.plan.tp, .tp_rank = coords_.tp, .ep_size = plan_.plan.ep, .ep_rank = coords_.ep};
+}
 
 int Runtime::tag(int stage, int mb, TensorKind kind) const {
   return ((stage * plan_.plan.microbatches + mb) << 1) | (kind == TensorKind::Gradient ? 1 : 0);
@@ -417,8 +466,9 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
         p.micro_batch, static_cast<int>(p.seq)));
 
   const auto fail_at = [&](const std::string& where, const std::exception& e) {
-    fail("[rank {}] error at {} ({}, device {}, replica {}): {}", rank_, where,
-         eval ? std::string("validation") : fmt::format("step {}", index), device_index_, replica_, e.what());
+    fail("[rank {}] error at {} ({}, device {}, data-parallel rank {}, tensor rank {}): {}", rank_, where,
+         eval ? std::string("validation") : fmt::format("step {}", index), device_index_, replica_,
+         coords_.tp, e.what());
   };
   try {
     world_.barrier();  // a common time origin for the measured timeline
@@ -476,13 +526,7 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
 
   try {
     const auto before = Clock::now();
-    if (p.dp > 1 && !eval) {
-      for (auto& net : nets_)
-        for (auto& layer : net->layers()) {
-          nn::Buffer& g = layer->params().grads();
-          dp_group_->all_reduce(std::span<float>(g.data(), g.size()));
-        }
-    }
+    if (!eval) sync_->reduce();
     if (owns_lm_head()) {
       float loss = static_cast<float>(st.loss_sum);
       if (p.dp > 1) dp_group_->all_reduce(std::span<float>(&loss, 1));
@@ -490,7 +534,7 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
     }
     st.stats.allreduce_ms = us_to_ms(us_between(before, Clock::now()));
   } catch (const std::exception& e) {
-    fail_at("the data-parallel gradient all-reduce", e);
+    fail_at("the data-parallel gradient reduction", e);
   }
   st.stats.step_ms = us_to_ms(us_between(st.t0, Clock::now()));
   return std::move(st.stats);
@@ -502,6 +546,7 @@ void Runtime::update(float lr) {
   } else {
     optimizer_->step(lr);
   }
+  sync_->gather_values();
 }
 
 }  // namespace octo::exec

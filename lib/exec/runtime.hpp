@@ -1,9 +1,14 @@
 #pragma once
 /// The per-rank runtime: runs one rank's share of a plan, step after step.
 ///
-/// Ranks: world rank = replica × plan.devices + device, so the ranks of one data-parallel
-/// replica form a pipeline (pipeline rank = plan device) and the ranks of one plan device across
-/// replicas form its data-parallel group.
+/// Ranks: Megatron's order (plan/rank_layout.hpp): tensor parallelism innermost, then data
+/// parallelism, then the pipeline, so world rank r runs plan device pp = floor(r / (T·D)) as
+/// data-parallel rank dp = floor(r / T) mod D and tensor rank tp = r mod T; the world holds P·D·T
+/// ranks. Every rank splits the world into its tensor, data, pipeline, expert and expert-data
+/// groups (and the tensor × expert "shard" group the checkpoints and --check gather over); the
+/// layers compute over the tensor and expert groups (nn::LayerGroups), the transfers of the op
+/// list go over the pipeline group (pipeline rank = plan device), and the TP ranks of one (pp, dp)
+/// read the same micro-batches.
 ///
 /// A step walks the device's op list in order (lib/plan/CONTRACTS.md, "Plan / schedule semantics"):
 ///   RECV  allocates the tensor and posts the receive at once (as early as the order allows);
@@ -16,7 +21,9 @@
 /// are posted in the checked plan order. Posting never blocks and a wait for a RECV only blocks
 /// the ops listed after it, so every op here can start no later (in causal order) than under the
 /// plan's stricter rendezvous semantics: a plan that passes the deadlock check cannot hang here. Then the
-/// layer gradients are summed over the data-parallel group, and update() applies AdamW.
+/// layer gradients are summed over the data-parallel groups (exec/grad_sync.hpp: all-reduce, or
+/// ZeRO-1's reduce-scatter), and update() applies AdamW (to the local shard with ZeRO-1, followed
+/// by the all-gather of the parameters).
 ///
 /// evaluate() walks the same op list reduced to its forward work (F and the activation
 /// transfers, in their order): a subsequence of a deadlock-free order, with the same pairing of
@@ -31,11 +38,14 @@
 
 #include "core/units.hpp"
 #include "exec/comm.hpp"
+#include "exec/comm_group.hpp"
+#include "exec/grad_sync.hpp"
 #include "nn/data.hpp"
 #include "nn/device.hpp"
 #include "nn/model.hpp"
 #include "nn/optim.hpp"
 #include "plan/plan.hpp"
+#include "plan/rank_layout.hpp"
 #include "spec/model.hpp"
 
 namespace octo::exec {
@@ -47,11 +57,11 @@ struct ExecPlan {
   /// The embedded model with seq_len and training.micro_batch taken from the plan, so the
   /// sequential reference sees the same shapes.
   ModelSpec model;
-  [[nodiscard]] int world_size() const { return plan.devices * plan.dp; }
+  [[nodiscard]] int world_size() const { return plan.devices * plan.dp * plan.tp; }
   [[nodiscard]] int stages() const { return static_cast<int>(plan.stages.size()); }
 };
 
-/// Everything that is checked before any work: the world size equals devices × dp (else
+/// Everything that is checked before any work: the world size equals devices × dp × tp (else
 /// octo::UsageError); the plan passes the one check of `octoplan check` (sim/check.hpp: embedded
 /// inputs, structure, byte counts, deadlock freedom, stored prediction, memory, tp 1). Throws
 /// octo::Error naming `source` and the problems.
@@ -96,7 +106,7 @@ struct StepStats {
   double wait_ms = 0;       ///< blocked on transfers (receives before consumers, sends at the end)
   double overhead_ms = 0;   ///< the rest of the op walk: posting, hand-offs, bookkeeping
   double progress_ms = 0;   ///< part of overhead_ms: testing pending transfers after each op (MPI progress)
-  double allreduce_ms = 0;  ///< data-parallel gradient all-reduce
+  double allreduce_ms = 0;  ///< data-parallel gradient reduction (all-reduce, or ZeRO-1's reduce-scatter)
   double update_ms = 0;     ///< the optimizer step (filled in by whoever calls update())
   int ops = 0;              ///< ops walked (compute and comm)
   std::int64_t peak_activation_bytes = 0;  ///< device memory above the step's start, at its peak
@@ -105,9 +115,9 @@ struct StepStats {
 
 class Runtime {
  public:
-  /// Splits `world` into the pipeline and data-parallel groups (collective: every rank of the
-  /// world constructs its runtime) and builds this rank's stages with parameters from
-  /// options.seed. `world`, `device` and `data` must outlive the runtime; the plan is copied.
+  /// Splits `world` into this rank's groups (collective: every rank of the world constructs its
+  /// runtime) and builds this rank's stages, over its tensor and expert groups, with parameters
+  /// from options.seed. `world`, `device` and `data` must outlive the runtime; the plan is copied.
   Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn::TokenData& data,
           const RuntimeOptions& options = {});
   ~Runtime();
@@ -129,12 +139,28 @@ class Runtime {
   [[nodiscard]] double evaluate(const nn::TokenData& data, std::int64_t first_sample);
   /// Sequences one step takes over all replicas: dp × microbatches × micro_batch.
   [[nodiscard]] std::int64_t samples_per_step() const;
-  /// AdamW on every local parameter (after step()); `lr` < 0: the configured rate.
+  /// AdamW on every local parameter (after step()); `lr` < 0: the configured rate. With ZeRO-1: on
+  /// the local shard, then the all-gather of the parameters (collective over the data groups).
   void update(float lr = -1);
 
   [[nodiscard]] int rank() const { return rank_; }
+  /// The plan device this rank runs (its pipeline rank).
   [[nodiscard]] int device() const { return device_index_; }
+  /// The data-parallel rank.
   [[nodiscard]] int replica() const { return replica_; }
+  /// Where the rank sits (plan/rank_layout.hpp).
+  [[nodiscard]] const RankLayout& layout() const { return layout_; }
+  [[nodiscard]] const RankCoords& coords() const { return coords_; }
+  /// The communicators of this rank's groups (Pipeline, Data, ExpertData, and the Tensor and Expert
+  /// groups the layers compute over).
+  [[nodiscard]] Comm& group(GroupKind kind);
+  /// The tensor × expert group: the ranks of one (pp, ep_block), group rank ep·T + tp, which
+  /// together hold one full copy of every layer of the device (nn/tp_shard.hpp's shard order).
+  [[nodiscard]] Comm& shard_group() { return *shard_group_; }
+  /// Where this rank's layers sit in their tensor and expert groups (nn/tp_shard.hpp).
+  [[nodiscard]] nn::ShardPos shard_pos() const;
+  /// The data-parallel gradient reduction and ZeRO-1's shards.
+  [[nodiscard]] GradientSync& grad_sync() { return *sync_; }
   [[nodiscard]] bool owns_lm_head() const;
   [[nodiscard]] const ExecPlan& plan() const { return plan_; }
   /// This rank's layers in model order (their params().grads() after a step).
@@ -160,8 +186,12 @@ class Runtime {
   nn::Device& device_;
   const nn::TokenData& data_;
   RuntimeOptions options_;
+  RankLayout layout_;
+  RankCoords coords_;
   int rank_ = 0, device_index_ = 0, replica_ = 0;
-  std::unique_ptr<Comm> pipeline_, dp_group_;
+  std::unique_ptr<Comm> pipeline_, dp_group_, expert_dp_group_, shard_group_;
+  std::unique_ptr<CommGroup> tp_group_, ep_group_;
+  std::unique_ptr<GradientSync> sync_;
   std::vector<int> local_of_stage_;  ///< global stage → index into nets_, or -1
   std::vector<std::unique_ptr<nn::StageNet>> nets_;
   std::unique_ptr<nn::AdamW> optimizer_;

@@ -50,6 +50,17 @@ struct Group {
   std::uint64_t generation = 0;
   std::vector<float> accumulator, result;
   ReduceOp op = ReduceOp::Sum;
+  /// all_gather, reduce_scatter, all_to_all_v: each rank's input and counts, then each rank's
+  /// output (written by the last to arrive, so a rank already in the next round cannot touch it).
+  struct Contribution {
+    std::vector<float> data;
+    std::vector<std::size_t> send_counts, recv_counts;
+    std::size_t out_size = 0;
+  };
+  std::string exchange_kind;
+  std::vector<Contribution> contributions;
+  std::vector<std::vector<float>> outputs;
+  std::string exchange_error;
   std::vector<std::pair<int, int>> split_keys;                       ///< (color, key) per group rank
   std::vector<std::pair<std::shared_ptr<Group>, int>> split_result;  ///< new group and rank
 
@@ -125,7 +136,7 @@ class ThreadComm final : public Comm {
       g.op = op;
     } else {
       if (g.accumulator.size() != data.size() || g.op != op)
-        fail("rank {}: all_reduce of {} floats does not match the other ranks' {} floats", rank_, data.size(),
+        fail("{}: all_reduce of {} floats does not match the other ranks' {} floats", who(), data.size(),
              g.accumulator.size());
       for (std::size_t i = 0; i < data.size(); ++i)
         g.accumulator[i] =
@@ -133,6 +144,17 @@ class ThreadComm final : public Comm {
     }
     await_round(lock, "all_reduce", [&] { g.result = g.accumulator; });
     std::copy(g.result.begin(), g.result.end(), data.begin());
+  }
+
+  void all_gather(std::span<const float> in, std::span<float> out) override {
+    exchange("all_gather", in, {}, {}, out);
+  }
+  void reduce_scatter(std::span<const float> in, std::span<float> out) override {
+    exchange("reduce_scatter", in, {}, {}, out);
+  }
+  void all_to_all_v(std::span<const float> in, std::span<const std::size_t> send_counts, std::span<float> out,
+                    std::span<const std::size_t> recv_counts) override {
+    exchange("all_to_all_v", in, send_counts, recv_counts, out);
   }
 
   void barrier() override { all_reduce({}, ReduceOp::Sum); }
@@ -206,6 +228,98 @@ class ThreadComm final : public Comm {
     return make_request(std::make_unique<ThreadPending>(group_, t, key, is_send, rank_));
   }
 
+  /// The collectives that move data between ranks: every rank deposits its input, the last to
+  /// arrive checks that the sizes match and computes every rank's output.
+  void exchange(const char* kind, std::span<const float> in, std::span<const std::size_t> send_counts,
+                std::span<const std::size_t> recv_counts, std::span<float> out) {
+    Group& g = *group_;
+    std::unique_lock lock(g.mutex);
+    if (g.arrived == 0) {
+      g.exchange_kind = kind;
+      g.contributions.assign(static_cast<std::size_t>(g.size()), {});
+    } else if (g.exchange_kind != kind) {
+      fail("{}: {} while the other ranks of the group are in {}", who(), kind, g.exchange_kind);
+    }
+    Group::Contribution& mine = g.contributions[static_cast<std::size_t>(rank_)];
+    mine.data.assign(in.begin(), in.end());
+    mine.send_counts.assign(send_counts.begin(), send_counts.end());
+    mine.recv_counts.assign(recv_counts.begin(), recv_counts.end());
+    mine.out_size = out.size();
+    await_round(lock, kind, [&] { finish_exchange(g); });
+    if (!g.exchange_error.empty()) fail("{}: {} failed: {}", who(), kind, g.exchange_error);
+    const std::vector<float>& result = g.outputs[static_cast<std::size_t>(rank_)];
+    std::copy(result.begin(), result.end(), out.begin());
+  }
+
+  static void finish_exchange(Group& g) {
+    const auto n = static_cast<std::size_t>(g.size());
+    const std::vector<Group::Contribution>& c = g.contributions;
+    g.exchange_error.clear();
+    g.outputs.assign(n, {});
+    const auto error = [&](std::string text) {
+      if (g.exchange_error.empty()) g.exchange_error = std::move(text);
+    };
+    if (g.exchange_kind == "all_gather") {
+      const std::size_t each = c[0].data.size();
+      for (std::size_t r = 0; r < n; ++r) {
+        if (c[r].data.size() != each)
+          error(fmt::format("rank {} gives {} floats, rank 0 gives {}", r, c[r].data.size(), each));
+        if (c[r].out_size != each * n)
+          error(fmt::format("rank {}'s output holds {} floats, expected {} x {}", r, c[r].out_size, n, each));
+      }
+      if (!g.exchange_error.empty()) return;
+      std::vector<float> all;
+      all.reserve(each * n);
+      for (std::size_t r = 0; r < n; ++r) all.insert(all.end(), c[r].data.begin(), c[r].data.end());
+      for (std::size_t r = 0; r < n; ++r) g.outputs[r] = all;
+    } else if (g.exchange_kind == "reduce_scatter") {
+      const std::size_t each = c[0].out_size;
+      for (std::size_t r = 0; r < n; ++r)
+        if (c[r].out_size != each || c[r].data.size() != each * n)
+          error(fmt::format("rank {} gives {} floats for {} per rank, rank 0 {} per rank over {} ranks", r,
+                            c[r].data.size(), c[r].out_size, each, n));
+      if (!g.exchange_error.empty()) return;
+      for (std::size_t r = 0; r < n; ++r) {
+        std::vector<float> sum(each, 0.0f);
+        for (std::size_t q = 0; q < n; ++q)  // in rank order, as a deterministic reference
+          for (std::size_t i = 0; i < each; ++i) sum[i] += c[q].data[r * each + i];
+        g.outputs[r] = std::move(sum);
+      }
+    } else {  // all_to_all_v
+      for (std::size_t r = 0; r < n; ++r) {
+        if (c[r].send_counts.size() != n || c[r].recv_counts.size() != n) {
+          error(fmt::format("rank {} gives {} send and {} receive counts for a group of {}", r,
+                            c[r].send_counts.size(), c[r].recv_counts.size(), n));
+          return;
+        }
+        std::size_t sent = 0, received = 0;
+        for (std::size_t q = 0; q < n; ++q) {
+          sent += c[r].send_counts[q];
+          received += c[r].recv_counts[q];
+        }
+        if (sent != c[r].data.size() || received != c[r].out_size)
+          error(fmt::format("rank {}'s counts add up to {} sent and {} received, its buffers hold {} and {}",
+                            r, sent, received, c[r].data.size(), c[r].out_size));
+      }
+      for (std::size_t r = 0; r < n; ++r)
+        for (std::size_t q = 0; q < n; ++q)
+          if (c[r].recv_counts[q] != c[q].send_counts[r])
+            error(fmt::format("rank {} expects {} floats from rank {}, which sends it {}", r,
+                              c[r].recv_counts[q], q, c[q].send_counts[r]));
+      if (!g.exchange_error.empty()) return;
+      for (std::size_t r = 0; r < n; ++r) {
+        std::vector<float>& o = g.outputs[r];
+        o.reserve(c[r].out_size);
+        for (std::size_t q = 0; q < n; ++q) {
+          std::size_t start = 0;
+          for (std::size_t k = 0; k < r; ++k) start += c[q].send_counts[k];
+          const auto first = c[q].data.begin() + static_cast<std::ptrdiff_t>(start);
+          o.insert(o.end(), first, first + static_cast<std::ptrdiff_t>(c[q].send_counts[r]));
+        }
+      }
+    }
+  }
+
   /// Waits, with the lock held on entry, until every rank of the group has arrived in this round;
   /// the last one runs `finish` (still under the lock) before releasing the others.
   template <typename Finish>
@@ -230,7 +344,7 @@ class ThreadComm final : public Comm {
       }
       if (std::chrono::steady_clock::now() > deadline) {
         --g.arrived;
-        fail("rank {}: timed out after {:.1f} s in {} ({} of {} ranks arrived)", rank_,
+        fail("{}: timed out after {:.1f} s in {} ({} of {} ranks arrived)", who(),
              std::chrono::duration<double>(timeout()).count(), what, g.arrived + 1, g.size());
       }
     }

@@ -195,17 +195,18 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
                      .train = &data,
                      .validation = setup->validation ? &*setup->validation : nullptr,
                      .fault = o.fault});
-  const bool printer = runtime.owns_lm_head() && runtime.replica() == 0;
+  const bool printer = runtime.owns_lm_head() && runtime.replica() == 0 && runtime.coords().tp == 0;
   const double tokens =
       static_cast<double>(p.microbatches) * p.micro_batch * static_cast<double>(p.seq) * p.dp;
 
   if (world.rank() == 0) {
     fmt::print(
-        "octorun: {} ({}), model {}: {} pipeline device{} x dp {}, {} stages, {} micro-batches of {} x {} "
-        "tokens; backend {}, transport {}, {} ranks; data {} ({}, {} {} tokens){}\n",
+        "octorun: {} ({}), model {}: {} pipeline device{} x dp {} x tp {} (ep {}, zero {}), {} stages, {} "
+        "micro-batches of {} x {} tokens; backend {}, transport {}, {} ranks; data {} ({}, {} {} tokens){}\n",
         o.plan_path, p.method.empty() ? "unnamed method" : p.method, plan.model.name, p.devices,
-        p.devices == 1 ? "" : "s", p.dp, p.stages.size(), p.microbatches, p.micro_batch, p.seq, o.backend,
-        world.backend(), world.size(), data.source(), data.format(), data.size(), nn::to_string(data.type()),
+        p.devices == 1 ? "" : "s", p.dp, p.tp, p.ep, p.zero, p.stages.size(), p.microbatches, p.micro_batch,
+        p.seq, o.backend, world.backend(), world.size(), data.source(), data.format(), data.size(),
+        nn::to_string(data.type()),
         setup->validation ? fmt::format("; validation {} ({} tokens)", setup->validation->source(),
                                         setup->validation->size())
                           : std::string());

@@ -27,6 +27,8 @@ json plan_json(const ExecPlan& plan, const std::string& path) {
           {"devices", p.devices},
           {"tp", p.tp},
           {"dp", p.dp},
+          {"ep", p.ep},
+          {"zero", p.zero},
           {"microbatches", p.microbatches},
           {"micro_batch", p.micro_batch},
           {"seq", p.seq},
@@ -42,10 +44,11 @@ json schedule_json(const nn::LrSchedule& s) {
 }
 
 std::string describe_plan(const json& p) {
-  return fmt::format("{} ({}, {} device(s) x dp {}, {} stages, {} micro-batches of {} x {})",
+  return fmt::format("{} ({}, {} device(s) x dp {} x tp {}, {} stages, {} micro-batches of {} x {})",
                      p.value("file", std::string("?")), p.value("method", std::string("?")),
-                     p.value("devices", 0), p.value("dp", 0), p.contains("stages") ? p["stages"].size() : 0,
-                     p.value("microbatches", 0), p.value("micro_batch", 0), p.value("seq", 0));
+                     p.value("devices", 0), p.value("dp", 0), p.value("tp", 1),
+                     p.contains("stages") ? p["stages"].size() : 0, p.value("microbatches", 0),
+                     p.value("micro_batch", 0), p.value("seq", 0));
 }
 
 }  // namespace
@@ -155,7 +158,7 @@ StepOutcome TrainingLoop::finish(std::int64_t step, const StepStats& stats, cons
   StepOutcome out;
   const bool validate_now =
       context_.validation && ((options_.val_every > 0 && (step + 1) % options_.val_every == 0) || last(step));
-  const bool holder = runtime_.owns_lm_head() && runtime_.replica() == 0;
+  const bool holder = runtime_.owns_lm_head() && runtime_.replica() == 0 && runtime_.coords().tp == 0;
   if (validate_now) {
     const double v = validate();
     if (holder) out.val_loss = v;

@@ -19,8 +19,8 @@ namespace octo {
 /// One rank's medians over the measured steps.
 struct RankMeasurement {
   int rank = 0;
-  int device = 0;   ///< pipeline device (rank % devices)
-  int replica = 0;  ///< data-parallel replica (rank / devices)
+  int device = 0;   ///< pipeline device (plan/rank_layout.hpp: floor(rank / (tp·dp)))
+  int replica = 0;  ///< data-parallel rank (floor(rank / tp) mod dp)
   double busy_ms = 0;
   double idle_ms = 0;                      ///< pipeline time − busy
   double wait_ms = 0;                      ///< blocked on transfers

@@ -169,13 +169,10 @@ CheckResult check_plan(const Plan& plan, const std::string& source, const CheckO
   out.structure_ok = structure.empty();
   for (const std::string& p : structure) out.problems.push_back(fmt::format("{}: {}", source, p));
 
-  // 6. The executor's limits (independent of everything else).
+  // 6. The executor's limits (independent of everything else). octorun runs every parallel layout
+  // (TP, EP, DP, ZeRO); what a layer cannot split (heads not divisible by TP, experts by EP) its
+  // constructor refuses, naming the layer, before any step.
   std::vector<std::string> executor;
-  if (options.executor && plan.tp != 1)
-    executor.push_back(
-        fmt::format("{}: parallel.tp: {} (expected 1: octorun does not run tensor parallelism yet; simulate "
-                    "the plan instead)",
-                    source, plan.tp));
   out.executor_ok = executor.empty();
 
   if (out.problems.empty()) {

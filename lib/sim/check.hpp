@@ -11,7 +11,7 @@
 ///   3. deadlock freedom under the transport's rendezvous semantics (plan/deadlock.hpp);
 ///   4. the stored prediction equal to the re-simulated one (per-stage costs, memory, times);
 ///   5. memory: every device's peak within its limit, unless the plan allows oversubscription;
-///   6. the executor's limits (octorun runs tp 1 only).
+///   6. the executor's limits (none today: octorun runs every TP / EP / DP / ZeRO layout).
 /// Problems are reported in that order, each "plan.json: json.path: problem (...)", so the first
 /// one is the root cause; later steps are skipped when earlier ones fail (a wrong byte count is one
 /// problem, not also a wrong prediction).

@@ -8,6 +8,14 @@
 //       backward, random op order, lowered by lib/plan) in one launch: each one step, then the
 //       gradient check against the sequential reference. Exit 0 only if every plan completes
 //       within --max-seconds and passes the check (relative difference <= --tolerance).
+//   exec_mpi_tool set-parallel IN.json OUT.json EP ZERO
+//       The plan octoplan wrote with its parallel.ep and parallel.zero set (until octoplan baseline
+//       takes --ep / --zero), saved through the plan writer.
+//   mpirun -np 8 exec_mpi_tool collectives
+//       all_gather, reduce_scatter and all_to_all_v (uneven counts) over the tensor, data and
+//       expert groups of a TP 2 x DP 4 x EP 2 layout (exec::CommGroup over MPI sub-communicators),
+//       each result checked against values recomputed from every member's inputs. Exit 0 when all
+//       match.
 
 #include <fmt/format.h>
 
@@ -18,12 +26,14 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "exec/comm_group.hpp"
 #include "exec/grad_check.hpp"
 #include "exec/mpi_comm.hpp"
 #include "exec/runtime.hpp"
 #include "nn/cpu_device.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/plan_io.hpp"
+#include "plan/rank_layout.hpp"
 #include "plan/validate.hpp"
 #include "spec/loader.hpp"
 #include "support/random_plan.hpp"
@@ -108,6 +118,61 @@ int property(exec::Comm& world, const PropertyArgs& a) {
   return failures == 0 ? 0 : 1;
 }
 
+/// Rank r's i-th value: distinct per rank and position, exact in float.
+float value(int rank, std::size_t i) { return static_cast<float>(rank * 1000 + static_cast<int>(i)); }
+
+int collectives(exec::Comm& world) {
+  const RankLayout layout(1, 2, world.size() / 2, 2);
+  if (layout.world_size() != world.size()) fail("collectives: run with an even number of ranks >= 4");
+  const int me = world.rank();
+  int failures = 0;
+  for (const GroupKind kind : {GroupKind::Tensor, GroupKind::Data, GroupKind::Expert}) {
+    exec::CommGroup group(world.split(layout.color(kind, me), me), layout.describe(kind, me));
+    const std::vector<int> members = layout.members(kind, me);
+    const auto g = members.size();
+    const auto mine = static_cast<std::size_t>(group.rank());
+    const auto expect = [&](bool ok, const char* what) {
+      if (!ok) {
+        fmt::print(stderr, "{}: {} gave a wrong result\n", group.describe(), what);
+        ++failures;
+      }
+    };
+    constexpr std::size_t n = 7;
+    std::vector<float> in(n * g), out(n * g);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = value(me, i);
+    group.all_gather(in.data(), out.data(), n);
+    bool ok = true;
+    for (std::size_t q = 0; q < g; ++q)
+      for (std::size_t i = 0; i < n; ++i) ok = ok && out[q * n + i] == value(members[q], i);
+    expect(ok, "all_gather");
+    std::vector<float> shard(n);
+    group.reduce_scatter_sum(in.data(), shard.data(), n);
+    ok = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int m : members) sum += value(m, mine * n + i);
+      ok = ok && shard[i] == sum;
+    }
+    expect(ok, "reduce_scatter_sum");
+    const auto count = [](std::size_t from, std::size_t to) { return (from * 2 + to * 3) % 4; };
+    std::vector<std::size_t> send(g), recv(g);
+    std::vector<float> a2a_in, expected;
+    for (std::size_t q = 0; q < g; ++q) {
+      send[q] = count(mine, q);
+      recv[q] = count(q, mine);
+      for (std::size_t i = 0; i < send[q]; ++i) a2a_in.push_back(value(me, 10 * q + i));
+      for (std::size_t i = 0; i < recv[q]; ++i) expected.push_back(value(members[q], 10 * mine + i));
+    }
+    std::vector<float> a2a_out(expected.size(), -1);
+    group.all_to_all_v(a2a_in.data(), send, a2a_out.data(), recv);
+    expect(a2a_out == expected, "all_to_all_v");
+  }
+  float total = static_cast<float>(failures);
+  world.all_reduce(std::span<float>(&total, 1));
+  if (me == 0) fmt::print("collectives on {} ranks: {} failure(s)\n", world.size(), total);
+  return total == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,9 +189,40 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (mode == "set-parallel") {
+    if (argc != 6) {
+      fmt::print(stderr, "usage: exec_mpi_tool set-parallel IN.json OUT.json EP ZERO\n");
+      return 2;
+    }
+    try {
+      octo::Plan plan = octo::load_plan(argv[2]);
+      plan.ep = std::stoi(argv[4]);
+      plan.zero = std::stoi(argv[5]);
+      octo::save_plan(plan, argv[3]);
+      return 0;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "set-parallel: {}\n", e.what());
+      return 2;
+    }
+  }
+  if (mode == "collectives") {
+    octo::exec::MpiSession session(&argc, &argv);
+    std::unique_ptr<octo::exec::Comm> world = session.world();
+    world->set_timeout(std::chrono::seconds(30));
+    try {
+      return collectives(*world);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "collectives: {}\n", e.what());
+      std::fflush(stderr);
+      world->abort(1);
+      return 1;
+    }
+  }
   if (mode != "property") {
     fmt::print(stderr,
-               "usage: exec_mpi_tool make-deadlock IN OUT | property --count K --seed S --model M --data T "
+               "usage: exec_mpi_tool make-deadlock IN OUT | set-parallel IN OUT EP ZERO | collectives | "
+               "property --count K --seed S "
+               "--model M --data T "
                "[--timeout S] [--max-seconds S] [--tolerance X]\n");
     return 2;
   }

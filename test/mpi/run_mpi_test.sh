@@ -142,6 +142,86 @@ check-dp2pp2)
   baseline 1f1b 2 "$dir/plan.json" --dp 2
   run_check 4 "$dir/plan.json"
   ;;
+check-tp2pp2)
+  baseline 1f1b 2 "$dir/plan.json" --tp 2
+  run_check 4 "$dir/plan.json"
+  ;;
+check-tp2dp2-zero1)
+  baseline 1f1b 1 "$dir/tp.json" --tp 2 --dp 2
+  "$bin/exec_mpi_tool" set-parallel "$dir/tp.json" "$dir/plan.json" 1 1 || fail "set-parallel failed"
+  run_check 4 "$dir/plan.json"
+  ;;
+check-ep2dp2pp2)
+  baseline 1f1b 2 "$dir/dp.json" --dp 2
+  "$bin/exec_mpi_tool" set-parallel "$dir/dp.json" "$dir/plan.json" 2 0 || fail "set-parallel failed"
+  run_check 4 "$dir/plan.json"
+  ;;
+check-tp2ep2dp2pp2)
+  # 8 ranks: cpu-local with two nodes of 4.
+  sed 's/^nodes: 1$/nodes: 2/' "$cluster" >"$dir/cpu-8.yaml"
+  cluster="$dir/cpu-8.yaml" baseline 1f1b 2 "$dir/dp.json" --tp 2 --dp 2
+  "$bin/exec_mpi_tool" set-parallel "$dir/dp.json" "$dir/plan.json" 2 1 || fail "set-parallel failed"
+  run_check 8 "$dir/plan.json"
+  ;;
+zero-losses)
+  # DP 2: ZeRO-1 and ZeRO-0 of one plan give the same losses over 10 steps.
+  baseline 1f1b 1 "$dir/z0.json" --dp 2
+  "$bin/exec_mpi_tool" set-parallel "$dir/z0.json" "$dir/z1.json" 1 1 || fail "set-parallel failed"
+  for z in z0 z1; do
+    mpirun_n 2 "$octorun" "$dir/$z.json" --steps 10 --timeout 60 --print-every 100 --report "$dir/$z.report.json" \
+      >"$dir/$z.log" 2>&1 || { cat "$dir/$z.log"; fail "octorun $z failed"; }
+  done
+  python3 - "$dir/z0.report.json" "$dir/z1.report.json" <<'EOF' || fail "ZeRO-1 and ZeRO-0 losses differ"
+import json, sys
+a = json.load(open(sys.argv[1]))["measured"]["loss"]
+b = json.load(open(sys.argv[2]))["measured"]["loss"]
+assert len(a) == len(b) == 10, (len(a), len(b))
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+print(f"ZeRO-1 vs ZeRO-0 over 10 steps: largest relative loss difference {worst:.2e}")
+assert worst <= 1e-5, worst
+EOF
+  ;;
+tp-loss-curve)
+  # 50 steps of one plan at TP 1 and TP 2 (PP 2): the loss curves agree within 1e-4 relative.
+  baseline 1f1b 2 "$dir/tp1.json"
+  baseline 1f1b 2 "$dir/tp2.json" --tp 2
+  mpirun_n 2 "$octorun" "$dir/tp1.json" --steps 50 --timeout 60 --print-every 100 --report "$dir/tp1.report.json" \
+    >"$dir/tp1.log" 2>&1 || { cat "$dir/tp1.log"; fail "octorun TP 1 failed"; }
+  mpirun_n 4 "$octorun" "$dir/tp2.json" --steps 50 --timeout 60 --print-every 100 --report "$dir/tp2.report.json" \
+    >"$dir/tp2.log" 2>&1 || { cat "$dir/tp2.log"; fail "octorun TP 2 failed"; }
+  python3 - "$dir/tp1.report.json" "$dir/tp2.report.json" <<'EOF' || fail "TP 1 and TP 2 loss curves differ"
+import json, sys
+a = json.load(open(sys.argv[1]))["measured"]["loss"]
+b = json.load(open(sys.argv[2]))["measured"]["loss"]
+assert len(a) == len(b) == 50, (len(a), len(b))
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+print(f"TP 2 vs TP 1 over 50 steps: largest relative loss difference {worst:.2e}; loss {a[0]:.4f} -> {a[-1]:.4f}")
+assert worst <= 1e-4, worst
+assert a[-1] < a[0] - 0.5, "the loss did not fall"
+EOF
+  ;;
+killed-rank-tp)
+  # A rank killed in step 1 of a TP 2 x PP 2 run (its tensor peer is then inside a TP collective):
+  # the job ends with an error, well before the 20 s timeout would, not a hang.
+  baseline 1f1b 2 "$dir/plan.json" --tp 2
+  start=$(date +%s)
+  OCTO_EXEC_FAULT=kill:1:3:1 mpirun_n 4 -x OCTO_EXEC_FAULT "$octorun" "$dir/plan.json" --steps 3 --timeout 20 \
+    >"$dir/out.log" 2>&1
+  rc=$?
+  elapsed=$(($(date +%s) - start))
+  cat "$dir/out.log"
+  echo "exit $rc after $elapsed s"
+  [ $rc -ne 0 ] || fail "the job succeeded although rank 1 died"
+  [ "$elapsed" -lt 60 ] || fail "the job took $elapsed s to end (a hang until the timeout?)"
+  echo "ok"
+  ;;
+collectives)
+  mpirun_n 8 "$bin/exec_mpi_tool" collectives >"$dir/out.log" 2>&1
+  rc=$?
+  cat "$dir/out.log"
+  [ $rc -eq 0 ] || fail "collectives over MPI sub-communicators gave wrong results (exit $rc)"
+  grep -q "collectives on 8 ranks: 0 failure(s)" "$dir/out.log" || fail "no summary line"
+  ;;
 property:*)
   np=${case_name#property:}
   # 100 plans per world size, all in one launch; each must finish within 60 s and pass --check.
@@ -188,7 +268,7 @@ world-size)
   baseline 1f1b 2 "$dir/plan.json"
   mpirun_n 3 "$octorun" "$dir/plan.json" >"$dir/out.log" 2>&1 && fail "3 ranks ran a 2-device plan"
   cat "$dir/out.log"
-  grep -q "world size 3 does not match the plan: 2 pipeline devices x dp 1 = 2 ranks (run mpirun -np 2)" \
+  grep -q "world size 3 does not match the plan: 2 pipeline devices x dp 1 x tp 1 = 2 ranks (run mpirun -np 2)" \
     "$dir/out.log" || fail "no world-size message"
   [ "$(grep -c 'world size 3' "$dir/out.log")" -eq 1 ] || fail "the message must be printed once"
   echo "ok"

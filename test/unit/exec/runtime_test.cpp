@@ -186,7 +186,7 @@ TEST_CASE("runtime: plans that cannot run here are refused before any work", "[e
   SECTION("world size") {
     CHECK_THROWS_WITH(
         prepare_plan(plan, "p.json", 3),
-        Catch::Contains("p.json: world size 3 does not match the plan: 2 pipeline devices x dp 1 = 2 "
+        Catch::Contains("p.json: world size 3 does not match the plan: 2 pipeline devices x dp 1 x tp 1 = 2 "
                         "ranks (run mpirun -np 2)"));
   }
   SECTION("deadlocking comm order") {

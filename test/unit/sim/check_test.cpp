@@ -249,16 +249,12 @@ TEST_CASE("check_plan: values the inputs give are re-derived, the root cause rep
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(problems_of(r), Catch::Contains("predicted.devices[0].static_bytes"));
   }
-  SECTION("tensor parallelism: the executor's limit, after the costs' shape") {
+  SECTION("tensor parallelism: the costs' shape must match it; the executor runs it") {
     plan.tp = 2;
     const CheckResult r = check_plan(plan, "plan.json");
-    CHECK_FALSE(r.executor_ok);
+    CHECK(r.executor_ok);
+    REQUIRE_FALSE(r.problems.empty());
     CHECK_THAT(r.problems[0], Catch::Contains("shape.tp: 1, but the plan uses 2"));
-    CHECK_THAT(r.problems.back(),
-               Catch::Contains("parallel.tp: 2 (expected 1: octorun does not run tensor parallelism"));
-    CheckOptions planner;
-    planner.executor = false;
-    CHECK(check_plan(plan, "plan.json", planner).executor_ok);
   }
 }
 
