@@ -115,7 +115,7 @@ SimInput build(const Plan& plan, const ModelSpec& model, ClusterSpec cluster, co
       in.link_latency_ms[a * n + b] = us_to_ms(lat_us);
     }
   }
-  const int tp = std::max(plan.tp, 1), dp = std::max(plan.dp, 1), ep = std::max(plan.ep, 1);
+  const int dp = std::max(plan.dp, 1), ep = std::max(plan.ep, 1);
   if (ep > 1 || (dp > 1 && routed_experts(model) > 0)) add_experts(in, plan, model, cluster, costs);
   in.static_bytes = static_bytes_per_device(
       in.stages, plan.stages, plan.devices,

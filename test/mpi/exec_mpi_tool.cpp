@@ -8,9 +8,6 @@
 //       backward, random op order, lowered by lib/plan) in one launch: each one step, then the
 //       gradient check against the sequential reference. Exit 0 only if every plan completes
 //       within --max-seconds and passes the check (relative difference <= --tolerance).
-//   exec_mpi_tool set-parallel IN.json OUT.json EP ZERO
-//       The plan octoplan wrote with its parallel.ep and parallel.zero set (until octoplan baseline
-//       takes --ep / --zero), saved through the plan writer.
 //   mpirun -np 8 exec_mpi_tool collectives
 //       all_gather, reduce_scatter and all_to_all_v (uneven counts) over the tensor, data and
 //       expert groups of a TP 2 x DP 4 x EP 2 layout (exec::CommGroup over MPI sub-communicators),
@@ -189,22 +186,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (mode == "set-parallel") {
-    if (argc != 6) {
-      fmt::print(stderr, "usage: exec_mpi_tool set-parallel IN.json OUT.json EP ZERO\n");
-      return 2;
-    }
-    try {
-      octo::Plan plan = octo::load_plan(argv[2]);
-      plan.ep = std::stoi(argv[4]);
-      plan.zero = std::stoi(argv[5]);
-      octo::save_plan(plan, argv[3]);
-      return 0;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "set-parallel: {}\n", e.what());
-      return 2;
-    }
-  }
   if (mode == "collectives") {
     octo::exec::MpiSession session(&argc, &argv);
     std::unique_ptr<octo::exec::Comm> world = session.world();
@@ -220,7 +201,7 @@ int main(int argc, char** argv) {
   }
   if (mode != "property") {
     fmt::print(stderr,
-               "usage: exec_mpi_tool make-deadlock IN OUT | set-parallel IN OUT EP ZERO | collectives | "
+               "usage: exec_mpi_tool make-deadlock IN OUT | collectives | "
                "property --count K --seed S "
                "--model M --data T "
                "[--timeout S] [--max-seconds S] [--tolerance X]\n");

@@ -147,26 +147,23 @@ check-tp2pp2)
   run_check 4 "$dir/plan.json"
   ;;
 check-tp2dp2-zero1)
-  baseline 1f1b 1 "$dir/tp.json" --tp 2 --dp 2
-  "$bin/exec_mpi_tool" set-parallel "$dir/tp.json" "$dir/plan.json" 1 1 || fail "set-parallel failed"
+  baseline 1f1b 1 "$dir/plan.json" --tp 2 --dp 2 --zero 1
   run_check 4 "$dir/plan.json"
   ;;
 check-ep2dp2pp2)
-  baseline 1f1b 2 "$dir/dp.json" --dp 2
-  "$bin/exec_mpi_tool" set-parallel "$dir/dp.json" "$dir/plan.json" 2 0 || fail "set-parallel failed"
+  baseline 1f1b 2 "$dir/plan.json" --dp 2 --ep 2
   run_check 4 "$dir/plan.json"
   ;;
 check-tp2ep2dp2pp2)
   # 8 ranks: cpu-local with two nodes of 4.
   sed 's/^nodes: 1$/nodes: 2/' "$cluster" >"$dir/cpu-8.yaml"
-  cluster="$dir/cpu-8.yaml" baseline 1f1b 2 "$dir/dp.json" --tp 2 --dp 2
-  "$bin/exec_mpi_tool" set-parallel "$dir/dp.json" "$dir/plan.json" 2 1 || fail "set-parallel failed"
+  cluster="$dir/cpu-8.yaml" baseline 1f1b 2 "$dir/plan.json" --tp 2 --dp 2 --ep 2 --zero 1
   run_check 8 "$dir/plan.json"
   ;;
 zero-losses)
   # DP 2: ZeRO-1 and ZeRO-0 of one plan give the same losses over 10 steps.
-  baseline 1f1b 1 "$dir/z0.json" --dp 2
-  "$bin/exec_mpi_tool" set-parallel "$dir/z0.json" "$dir/z1.json" 1 1 || fail "set-parallel failed"
+  baseline 1f1b 1 "$dir/z0.json" --dp 2 --zero 0
+  baseline 1f1b 1 "$dir/z1.json" --dp 2 --zero 1
   for z in z0 z1; do
     mpirun_n 2 "$octorun" "$dir/$z.json" --steps 10 --timeout 60 --print-every 100 --report "$dir/$z.report.json" \
       >"$dir/$z.log" 2>&1 || { cat "$dir/$z.log"; fail "octorun $z failed"; }

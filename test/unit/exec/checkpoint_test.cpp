@@ -107,10 +107,9 @@ ExecPlan tp_plan(int pp, int tp, int dp, int microbatches, const std::string& na
   return plan_of(build_baseline(load_inputs(in), bo), name);
 }
 
-/// `p` with the distributed optimizer (parallel.zero = 1).
-ExecPlan zero1_of(Plan p, const std::string& name) {
-  p.zero = 1;
-  return plan_of(p, name);
+/// A 1F1B plan of tiny-hybrid with the distributed optimizer (parallel.zero = 1).
+ExecPlan zero1_plan(int pp, int tp, int dp, int microbatches, const std::string& name) {
+  return plan_of(testing::parallel_baseline("1f1b", pp, tp, dp, 1, 1, microbatches), name);
 }
 
 /// Saves a checkpoint of `plan` after `steps` steps into `dir`.
@@ -189,13 +188,13 @@ TEST_CASE(
 TEST_CASE("checkpoint: ZeRO-1 shards are saved whole and load under ZeRO-0, another DP and back",
           "[exec][checkpoint][zero]") {
   // The same global batch of 4 sequences throughout.
-  const ExecPlan z1 = zero1_of(baseline("1f1b", 2, 2, 2), "dp2-zero1");
+  const ExecPlan z1 = zero1_plan(2, 1, 2, 2, "dp2-zero1");
   const Run straight = train(z1, {}, 5);
   REQUIRE(straight.error.empty());
   TempDir dir("zero");
   save_after(z1, dir.str(), 2);
   const ExecPlan z0 = plan_of(baseline("1f1b", 2, 1, 4), "pp2-zero0");
-  const ExecPlan z1_dp4 = zero1_of(baseline("1f1b", 1, 4, 1), "dp4-zero1");
+  const ExecPlan z1_dp4 = zero1_plan(1, 1, 4, 1, "dp4-zero1");
   for (const ExecPlan* p : {&z1, &z0, &z1_dp4}) {
     LoopOptions o;
     o.load_path = dir.str();
@@ -218,9 +217,7 @@ TEST_CASE("checkpoint: saved under TP 2 it resumes at TP 1, and a TP 1 checkpoin
           "[exec][checkpoint][tp]") {
   const ExecPlan tp2 = tp_plan(2, 2, 1, 4, "tp2");
   const ExecPlan tp1 = tp_plan(2, 1, 1, 4, "tp1");
-  Plan mixed = tp_plan(1, 2, 2, 2, "tp2-dp2").plan;
-  mixed.zero = 1;
-  const ExecPlan tp2_dp2 = plan_of(mixed, "tp2-dp2-zero1");
+  const ExecPlan tp2_dp2 = zero1_plan(1, 2, 2, 2, "tp2-dp2-zero1");
   const Run straight = train(tp1, {}, 5);
   REQUIRE(straight.error.empty());
   for (const auto& [from, to] : {std::pair{&tp2, &tp1}, std::pair{&tp1, &tp2_dp2}, std::pair{&tp2, &tp2}}) {

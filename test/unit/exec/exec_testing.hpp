@@ -46,6 +46,27 @@ inline Plan baseline(const std::string& schedule, int pp, int dp = 1, int microb
   return build_baseline(load_inputs(in), bo);
 }
 
+/// A 1F1B-family baseline like baseline(), at tensor-parallel size `tp`, expert-parallel size `ep`
+/// and ZeRO stage `zero` (octoplan's --tp/--ep/--zero), so its prediction is the planner's for
+/// that layout.
+inline Plan parallel_baseline(const std::string& schedule, int pp, int tp, int dp, int ep, int zero,
+                              int microbatches = 4) {
+  InputOptions in;
+  in.model_path = kTinyModel;
+  in.cluster_path = kCpuCluster;
+  in.pp = pp;
+  in.tp = tp;
+  in.dp = dp;
+  in.ep = ep;
+  in.zero = zero;
+  in.microbatches = microbatches;
+  in.micro_batch = 1;
+  in.seq = 16;
+  BaselineOptions bo;
+  bo.schedule = schedule;
+  return build_baseline(load_inputs(in), bo);
+}
+
 /// Runs fn(comm of rank r) on one thread per rank of `world`; returns each rank's error message
 /// (empty when it returned normally). A rank that throws aborts the world, as octorun's main()
 /// does, so the other ranks fail instead of waiting for it.

@@ -29,8 +29,7 @@ namespace {
 
 /// A baseline plan with its ZeRO stage set (the plan format's `parallel.zero`).
 ExecPlan zero_plan(int pp, int dp, int zero, int microbatches = 4) {
-  Plan p = baseline("1f1b", pp, dp, microbatches);
-  p.zero = zero;
+  const Plan p = testing::parallel_baseline("1f1b", pp, 1, dp, 1, zero, microbatches);
   return prepare_plan(p, fmt::format("pp{}-dp{}-zero{}", pp, dp, zero), pp * dp);
 }
 
