@@ -93,18 +93,7 @@ ExecPlan plan_of(const Plan& p, const std::string& name) {
 
 /// A 1F1B plan of tiny-hybrid at tensor-parallel size `tp` (sequences of 16 tokens).
 ExecPlan tp_plan(int pp, int tp, int dp, int microbatches, const std::string& name) {
-  InputOptions in;
-  in.model_path = testing::kTinyModel;
-  in.cluster_path = testing::kCpuCluster;
-  in.pp = pp;
-  in.tp = tp;
-  in.dp = dp;
-  in.microbatches = microbatches;
-  in.micro_batch = 1;
-  in.seq = 16;
-  BaselineOptions bo;
-  bo.schedule = "1f1b";
-  return plan_of(build_baseline(load_inputs(in), bo), name);
+  return plan_of(testing::parallel_baseline("1f1b", pp, tp, dp, 1, 0, microbatches), name);
 }
 
 /// A 1F1B plan of tiny-hybrid with the distributed optimizer (parallel.zero = 1).

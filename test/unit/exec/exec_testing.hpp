@@ -27,11 +27,10 @@ inline const nn::TokenData& corpus() {
   return data;
 }
 
-/// A baseline plan of `model` (tiny-hybrid by default) with short sequences, so a step takes
-/// milliseconds: `microbatches` micro-batches of one sequence of 16 tokens.
-inline Plan baseline(const std::string& schedule, int pp, int dp = 1, int microbatches = 4,
-                     PartitionKind partition = PartitionKind::Uniform,
-                     const std::string& model = kTinyModel) {
+/// The inputs of the test plans: `model` (tiny-hybrid by default) on cpu-local with short
+/// sequences, so a step takes milliseconds: `microbatches` micro-batches of one sequence of 16
+/// tokens.
+inline InputOptions test_inputs(int pp, int dp, int microbatches, const std::string& model = kTinyModel) {
   InputOptions in;
   in.model_path = model;
   in.cluster_path = kCpuCluster;
@@ -40,28 +39,27 @@ inline Plan baseline(const std::string& schedule, int pp, int dp = 1, int microb
   in.microbatches = microbatches;
   in.micro_batch = 1;
   in.seq = 16;
+  return in;
+}
+
+/// A baseline plan of test_inputs().
+inline Plan baseline(const std::string& schedule, int pp, int dp = 1, int microbatches = 4,
+                     PartitionKind partition = PartitionKind::Uniform,
+                     const std::string& model = kTinyModel) {
   BaselineOptions bo;
   bo.schedule = schedule;
   bo.partition = partition;
-  return build_baseline(load_inputs(in), bo);
+  return build_baseline(load_inputs(test_inputs(pp, dp, microbatches, model)), bo);
 }
 
-/// A 1F1B-family baseline like baseline(), at tensor-parallel size `tp`, expert-parallel size `ep`
-/// and ZeRO stage `zero` (octoplan's --tp/--ep/--zero), so its prediction is the planner's for
-/// that layout.
+/// A baseline like baseline(), at tensor-parallel size `tp`, expert-parallel size `ep` and ZeRO
+/// stage `zero` (octoplan's --tp/--ep/--zero), so its prediction is the planner's for that layout.
 inline Plan parallel_baseline(const std::string& schedule, int pp, int tp, int dp, int ep, int zero,
                               int microbatches = 4) {
-  InputOptions in;
-  in.model_path = kTinyModel;
-  in.cluster_path = kCpuCluster;
-  in.pp = pp;
+  InputOptions in = test_inputs(pp, dp, microbatches);
   in.tp = tp;
-  in.dp = dp;
   in.ep = ep;
   in.zero = zero;
-  in.microbatches = microbatches;
-  in.micro_batch = 1;
-  in.seq = 16;
   BaselineOptions bo;
   bo.schedule = schedule;
   return build_baseline(load_inputs(in), bo);
