@@ -126,6 +126,27 @@ check-tuned:*)
   cat "$dir/plan.log"
   run_check "$np" "$dir/plan.json"
   ;;
+check-search-parallel)
+  # The factorization the planner picks on cpu-local (4 ranks) runs and passes --check: for the
+  # two tiny models, and with expert parallelism forced (--ep 2), whatever TP/PP/DP/EP/ZeRO wins.
+  for variant in tiny-hybrid tiny-latent-moe tiny-hybrid:--ep=2; do
+    m=${variant%%:*}
+    extra=""
+    [ "$variant" != "$m" ] && extra=${variant#*:} && extra=${extra/=/ }
+    # shellcheck disable=SC2086
+    "$octoplan" plan "$src/profiles/models/$m.yaml" --cluster "$cluster" --search-parallel $extra --seed 3 \
+      --threads 1 --time-budget 1 --quiet -o "$dir/plan.json" >"$dir/plan.log" 2>&1 ||
+      { cat "$dir/plan.log"; fail "octoplan plan --search-parallel ($variant) failed"; }
+    # Every plan states all five sizes; the winner uses the cluster's 4 ranks.
+    np=$(python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))["parallel"]
+assert set(p) == {"devices", "tp", "dp", "ep", "zero"}, p
+print(p["devices"] * p["tp"] * p["dp"], p, file=sys.stderr)
+print(p["devices"] * p["tp"] * p["dp"])' "$dir/plan.json") || fail "the plan's parallel section is incomplete"
+    [ "$np" = 4 ] || fail "the search's plan for $variant needs $np ranks (expected the cluster's 4)"
+    run_check 4 "$dir/plan.json"
+  done
+  ;;
 check-latent-moe:*)
   # The latent MoE kind end to end on tiny-latent-moe: a ZB-V baseline (split B/W, two stages per
   # rank) and a tuned plan, each checked against the sequential run.

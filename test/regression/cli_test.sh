@@ -159,6 +159,20 @@ json.dump(plan, open(sys.argv[2], "w"))
 PY
   expect_code 1 "predicted.iteration_time_ms" "$octoplan" check "$work/bad.json"
   expect_code 3 "predicted.iteration_time_ms" "$octoplan" simulate "$work/bad.json"
+  # The parallel options (README "Parallelism around the pipeline").
+  expect_code 2 "--ep: 3 does not divide dp 4" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 1 --dp 4 --ep 3 \
+    -o "$work/p.json"
+  expect_code 2 "--ep: 2, but model synthetic-uniform .* has no routed experts" "$octoplan" baseline \
+    profiles/models/synthetic-uniform.yaml --cluster profiles/clusters/cpu-local.yaml --schedule 1f1b --pp 1 --dp 2 \
+    --ep 2 -o "$work/p.json"
+  expect_code 2 "--zero: 2 is too large" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 1 --dp 2 --zero 2 \
+    -o "$work/p.json"
+  expect_code 2 "--search-parallel: it chooses tp, dp and pp itself" "$octoplan" plan "${tiny[@]}" --search-parallel \
+    --tp 2 -o "$work/p.json"
+  # Jamba-v0.1 cannot fit one 8-GPU node: the arithmetic and the smallest cluster that would.
+  expect_code 5 "51.6 B parameters x 18 B .* = 865 GiB .* > 8 x 80 GiB = 640 GiB.* 2 nodes x 8 = 16 devices" \
+    "$octoplan" plan profiles/models/jamba-v0.1.yaml --search-parallel -o "$work/p.json"
+  [[ ! -e "$work/p.json" ]] || fail "a plan was written for a refused command"
   ;;
 parameters)
   # Total and active parameters of a MoE model in estimate and in compare's header, against the
