@@ -46,6 +46,7 @@ run_check() {
   cat "$dir/out.log"
   [ $rc -eq 0 ] || fail "octorun --check exited with $rc"
   grep -q "largest relative difference .*: PASSED" "$dir/out.log" || fail "no PASSED gradient check line"
+  grep -q "^memory per rank (MiB at fp32" "$dir/out.log" || fail "no memory table in the summary"
   python3 - "$dir/report.json" "$dir/trace.json" "$np" <<'EOF' || fail "report or trace is wrong"
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -60,6 +61,16 @@ assert report["check"]["passed"] and report["check"]["max_relative_difference"] 
 assert "iteration_time_ms" in report["predicted"], "the plan's predicted figures are missing"
 slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
 assert len(slices) > 0
+# The memory per rank (exec/memory.hpp): one entry per rank, the parts adding up, every rank
+# holding weights, gradients (4 bytes each per parameter) and moments, the prediction beside it.
+mem = report["memory"]
+assert mem["executor_dtype"] == "fp32" and [r["rank"] for r in mem["ranks"]] == list(range(np)), mem
+for r in mem["ranks"]:
+    assert r["weight_bytes"] > 0 and r["weight_bytes"] == r["gradient_bytes"], r
+    assert 0 < r["optimizer_bytes"] <= 2 * r["weight_bytes"], r
+    assert r["static_bytes"] == r["weight_bytes"] + r["gradient_bytes"] + r["optimizer_bytes"] + r["other_bytes"]
+    assert r["peak_bytes"] == r["static_bytes"] + r["peak_activation_bytes"], r
+    assert r["predicted_static_bytes"] > 0 and r["predicted_peak_bytes"] > r["predicted_static_bytes"], r
 print(f"report: iteration {m['iteration_time_ms']:.1f} ms, bubble {100*m['bubble_ratio']:.1f} % "
       f"(predicted {100*report['predicted']['bubble_ratio']:.1f} %), {len(slices)} trace slices")
 EOF
