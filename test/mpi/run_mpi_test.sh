@@ -229,19 +229,30 @@ assert worst <= 1e-4, worst
 assert a[-1] < a[0] - 0.5, "the loss did not fall"
 EOF
   ;;
-killed-rank-tp)
-  # A rank killed in step 1 of a TP 2 x PP 2 run (its tensor peer is then inside a TP collective):
-  # the job ends with an error, well before the 20 s timeout would, not a hang.
-  baseline 1f1b 2 "$dir/plan.json" --tp 2
+killed-rank-tp | killed-rank-ep)
+  # A rank SIGKILLed in step 1 while its tensor (TP 2 x PP 2) or expert (EP 2 x DP 2 x PP 2) peer
+  # computes: the peer blocks inside that group's collective, mpirun ends the job at once, and the
+  # peer's SIGTERM report (exec/wait_report.hpp) names the group, its ranks and the collective,
+  # while mpirun names the rank that died — well before the 20 s timeout, not a hang.
+  if [ "$case_name" = killed-rank-tp ]; then
+    baseline 1f1b 2 "$dir/plan.json" --tp 2
+    group="tensor group of rank 0 (ranks 0, 1): all_reduce of"
+  else
+    baseline 1f1b 2 "$dir/plan.json" --dp 2 --ep 2
+    group="expert group of rank 0 (ranks 0, 1): all_to_all_v of"
+  fi
   start=$(date +%s)
   OCTO_EXEC_FAULT=kill:1:3:1 mpirun_n 4 -x OCTO_EXEC_FAULT "$octorun" "$dir/plan.json" --steps 3 --timeout 20 \
-    >"$dir/out.log" 2>&1
+    >"$dir/out.log" 2>&1 </dev/null
   rc=$?
   elapsed=$(($(date +%s) - start))
   cat "$dir/out.log"
   echo "exit $rc after $elapsed s"
   [ $rc -ne 0 ] || fail "the job succeeded although rank 1 died"
   [ "$elapsed" -lt 60 ] || fail "the job took $elapsed s to end (a hang until the timeout?)"
+  grep -qF "octorun: terminated by signal 15 (the launcher ends the job: another rank failed) while waiting: $group" \
+    "$dir/out.log" || fail "rank 0 did not name the group it was blocked in ($group ...)"
+  grep -q "process rank 1 .*exited on signal 9" "$dir/out.log" || fail "the dead rank 1 is not named"
   echo "ok"
   ;;
 collectives)
