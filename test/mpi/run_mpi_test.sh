@@ -138,25 +138,38 @@ check-tuned:*)
   run_check "$np" "$dir/plan.json"
   ;;
 check-search-parallel)
-  # The factorization the planner picks on cpu-local (4 ranks) runs and passes --check: for the
-  # two tiny models, and with expert parallelism forced (--ep 2), whatever TP/PP/DP/EP/ZeRO wins.
-  for variant in tiny-hybrid tiny-latent-moe tiny-hybrid:--ep=2; do
-    m=${variant%%:*}
-    extra=""
-    [ "$variant" != "$m" ] && extra=${variant#*:} && extra=${extra/=/ }
-    # shellcheck disable=SC2086
-    "$octoplan" plan "$src/profiles/models/$m.yaml" --cluster "$cluster" --search-parallel $extra --seed 3 \
-      --threads 1 --time-budget 1 --quiet -o "$dir/plan.json" >"$dir/plan.log" 2>&1 ||
-      { cat "$dir/plan.log"; fail "octoplan plan --search-parallel ($variant) failed"; }
-    # Every plan states all five sizes; the winner uses the cluster's 4 ranks.
-    np=$(python3 -c 'import json, sys
+  # Every plan the planner writes for the zoo's CPU models (profiles/models/tiny-*, cpu-*) on
+  # cpu-local (4 ranks) runs and passes --check: the --search-parallel winner (whatever
+  # TP/PP/DP/EP/ZeRO it picks), a forced TP 2 plan (PP 2) and, for models with experts, an EP 2
+  # plan (EP carved out of DP 2, PP 2). Small budgets and 2 steps keep it short.
+  zoo=$(ls "$src"/profiles/models/tiny-*.yaml "$src"/profiles/models/cpu-*.yaml)
+  [ "$(echo "$zoo" | wc -l)" -ge 3 ] || fail "expected at least 3 CPU-sized models in profiles/models, found: $zoo"
+  runs=0
+  for m in $zoo; do
+    name=$(basename "$m" .yaml)
+    variants="search tp2"
+    grep -qE "^(moe|latent_moe):" "$m" && variants="$variants ep2"
+    for variant in $variants; do
+      case $variant in
+        search) opts=(--search-parallel) ;;
+        tp2) opts=(--tp 2) ;;
+        ep2) opts=(--dp 2 --ep 2) ;;
+      esac
+      "$octoplan" plan "$m" --cluster "$cluster" "${opts[@]}" --seed 3 --threads 1 --time-budget 1 --quiet \
+        -o "$dir/plan.json" >"$dir/plan.log" 2>&1 </dev/null ||
+        { cat "$dir/plan.log"; fail "octoplan plan ${opts[*]} ($name) failed"; }
+      # Every plan states all five sizes and uses the cluster's 4 ranks.
+      np=$(python3 -c 'import json, sys
 p = json.load(open(sys.argv[1]))["parallel"]
 assert set(p) == {"devices", "tp", "dp", "ep", "zero"}, p
-print(p["devices"] * p["tp"] * p["dp"], p, file=sys.stderr)
-print(p["devices"] * p["tp"] * p["dp"])' "$dir/plan.json") || fail "the plan's parallel section is incomplete"
-    [ "$np" = 4 ] || fail "the search's plan for $variant needs $np ranks (expected the cluster's 4)"
-    run_check 4 "$dir/plan.json"
+print(sys.argv[2], sys.argv[3], p, file=sys.stderr)
+print(p["devices"] * p["tp"] * p["dp"])' "$dir/plan.json" "$name" "$variant") || fail "the plan's parallel section is incomplete"
+      [ "$np" = 4 ] || fail "the $variant plan for $name needs $np ranks (expected the cluster's 4)"
+      run_check 4 "$dir/plan.json" </dev/null
+      runs=$((runs + 1))
+    done
   done
+  echo "ok: $runs plans of $(echo "$zoo" | wc -l) models passed --check"
   ;;
 check-latent-moe:*)
   # The latent MoE kind end to end on tiny-latent-moe: a ZB-V baseline (split B/W, two stages per
