@@ -144,8 +144,16 @@ void check_against_prediction(const MemoryComparison& m, const ExecPlan& plan, i
     CHECK(std::abs(static_cast<double>(r.static_bytes() - r.predicted_static_bytes) - structural) <=
           8.0 * static_cast<double>(kTinyLayers.size()));
     CHECK(static_cast<double>(r.static_bytes()) <= 1.03 * static_cast<double>(r.predicted_static_bytes));
-    CHECK(r.predicted_peak_activation_bytes > 0);
-    CHECK(r.peak_activation_bytes > 0);
+    // The allocator's high-water mark holds more than the planner's kept activations (transients,
+    // received tensors, and at TP > 1 the replicated activations the planner's sequence-parallel
+    // accounting divides by T), never less, and not more than twice as much on these plans.
+    REQUIRE(r.predicted_peak_activation_bytes > 0);
+    const double ratio =
+        static_cast<double>(r.peak_activation_bytes) / static_cast<double>(r.predicted_peak_activation_bytes);
+    INFO("rank " << r.rank << " (TP " << T << "): peak activations " << r.peak_activation_bytes << " bytes, "
+                 << ratio << " x the prediction");
+    CHECK(ratio >= 1.0);
+    CHECK(ratio <= 2.0);
     CHECK(r.peak_bytes == r.static_bytes() + r.peak_activation_bytes);
   }
 }
