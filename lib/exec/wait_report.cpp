@@ -13,14 +13,15 @@ namespace {
 
 constexpr std::size_t kMax = 480;
 
-// Two slots: a writer fills the one not published, then publishes it, so the handler never reads
-// a slot being written (unless two waits are recorded while it runs: a torn line at worst).
+// Two slots: the writer fills the one not published, then publishes it, so the handler never
+// reads a slot being written (unless two waits are recorded while it runs: a torn line at worst).
 struct Slot {
   std::array<char, kMax> text{};
   std::size_t size = 0;
 };
 std::array<Slot, 2> g_slots;
 std::atomic<int> g_current{-1};
+std::atomic_flag g_writing = ATOMIC_FLAG_INIT;
 std::array<char, 64> g_program{};
 std::size_t g_program_size = 0;
 
@@ -54,11 +55,15 @@ extern "C" void on_terminate(int sig) {
 }  // namespace
 
 void note_waiting(std::string_view what) noexcept {
+  // One writer at a time (the thread fake's ranks share the record); a wait that finds another
+  // being recorded is simply not recorded rather than blocking.
+  if (g_writing.test_and_set(std::memory_order_acquire)) return;
   const int next = g_current.load() == 0 ? 1 : 0;
   Slot& s = g_slots[static_cast<std::size_t>(next)];
   s.size = std::min(what.size(), kMax);
   std::memcpy(s.text.data(), what.data(), s.size);
   g_current.store(next);
+  g_writing.clear(std::memory_order_release);
 }
 
 void clear_waiting() noexcept { g_current.store(-1); }
