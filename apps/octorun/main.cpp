@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "exec/mpi_comm.hpp"
 #include "exec/train.hpp"
+#include "exec/wait_report.hpp"
 #include "nn/lr_schedule.hpp"
 #include "nn/token_formats.hpp"
 
@@ -176,6 +177,9 @@ int main(int argc, char** argv) {
   try {
     session = std::make_unique<octo::exec::MpiSession>(&argc, &argv);
     world = session->world();
+    // After MPI_Init, which installs handlers of its own: survivors of a dead rank say what they
+    // were waiting for when mpirun ends them.
+    octo::exec::install_termination_report("octorun");
   } catch (const std::exception& e) {
     return cli::error_exit(octo::Error(e.what(), octo::ErrorKind::Runtime), "octorun");
   }

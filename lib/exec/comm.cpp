@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "exec/wait_report.hpp"
 
 namespace octo::exec {
 
@@ -41,12 +42,24 @@ void Request::wait() {
   const auto start = Clock::now();
   constexpr auto kSpin = std::chrono::milliseconds(1);
   auto nap = std::chrono::microseconds(10);
+  // Past the spin, what this rank waits for is recorded for the launcher's SIGTERM
+  // (exec/wait_report.hpp): a dead peer gets this rank killed before its timeout speaks.
+  struct Noted {
+    bool on = false;
+    ~Noted() {
+      if (on) clear_waiting();
+    }
+  } noted;
   for (;;) {
     if (test()) return;
     const auto waited = Clock::now() - start;
     if (waited < kSpin) {
       std::this_thread::yield();
       continue;
+    }
+    if (!noted.on) {
+      note_waiting(fmt::format("{}: {}", who_, op_->describe()));
+      noted.on = true;
     }
     if (waited > timeout_)
       fail(

@@ -511,6 +511,7 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
              k % static_cast<std::size_t>(p.microbatches));
   st.stats.peak_activation_bytes =
       static_cast<std::int64_t>(device_.peak_bytes()) - static_cast<std::int64_t>(base_bytes);
+  st.stats.start_bytes = static_cast<std::int64_t>(base_bytes);
 
   // Pipeline figures: the op walk ends with this rank's last op.
   double last_end = 0;

@@ -110,7 +110,10 @@ struct StepStats {
   double update_ms = 0;     ///< the optimizer step (filled in by whoever calls update())
   int ops = 0;              ///< ops walked (compute and comm)
   std::int64_t peak_activation_bytes = 0;  ///< device memory above the step's start, at its peak
-  std::vector<SpanUs> spans;               ///< per op of the program, µs since the step began
+  /// Device memory in use when the op walk starts: parameters, gradients, optimizer state and
+  /// whatever else stays between steps (exec/memory.hpp splits it up).
+  std::int64_t start_bytes = 0;
+  std::vector<SpanUs> spans;  ///< per op of the program, µs since the step began
 };
 
 class Runtime {

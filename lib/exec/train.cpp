@@ -15,6 +15,7 @@
 #include "core/units.hpp"
 #include "exec/agree.hpp"
 #include "exec/checkpoint.hpp"
+#include "exec/memory.hpp"
 #include "exec/report.hpp"
 #include "nn/data.hpp"
 #include "sim/trace.hpp"
@@ -279,6 +280,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
   report.predicted = p.predicted;
   report.predicted_with_measured_costs = resimulate(plan, report.measured);
   if (result.check) report.check = check_summary(*result.check, o.check_tolerance);
+  report.memory = compare_memory(plan, held_bytes(runtime), steps, world);
   const Measurement& measured = report.measured;
 
   if (world.rank() == 0) {
@@ -292,6 +294,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
         measured.iteration_time_ms, measured.pipeline_time_ms, pred(&Prediction::iteration_time_ms, 1.0),
         100.0 * measured.bubble_ratio, pred(&Prediction::bubble_ratio, 100.0), measured.tokens_per_s,
         measured.overhead_us_per_op);
+    fmt::print("{}", memory_table(*report.memory));
     const Resimulation& re = report.predicted_with_measured_costs;
     if (re.error.empty())
       fmt::print("simulated with the measured op times: iteration {:.2f} ms, bubble {:.1f} %\n",

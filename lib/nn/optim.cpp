@@ -15,6 +15,12 @@ void AdamW::add(ParamSet& params, std::size_t begin, std::size_t end) {
   slots_.push_back(Slot{&params, begin, end, device_.zeros(end - begin), device_.zeros(end - begin)});
 }
 
+std::size_t AdamW::state_bytes() const {
+  std::size_t bytes = 0;
+  for (const Slot& slot : slots_) bytes += slot.m.bytes() + slot.v.bytes();
+  return bytes;
+}
+
 std::pair<Buffer*, Buffer*> AdamW::moments(const ParamSet& params) {
   for (Slot& slot : slots_)
     if (slot.params == &params && slot.begin == 0 && slot.end == params.count()) return {&slot.m, &slot.v};

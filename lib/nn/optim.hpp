@@ -47,6 +47,8 @@ class AdamW {
   /// The moments of the range of `params` that starts at `begin` (added before).
   [[nodiscard]] std::pair<Buffer*, Buffer*> moments(const ParamSet& params, std::size_t begin);
   [[nodiscard]] const AdamWConfig& config() const { return config_; }
+  /// Bytes of the moment buffers this optimizer holds (both moments of every added range).
+  [[nodiscard]] std::size_t state_bytes() const;
 
  private:
   struct Slot {

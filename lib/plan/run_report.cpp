@@ -210,6 +210,60 @@ GradientCheckSummary check_from_json(const JsonReader& rd, const json& j) {
   return c;
 }
 
+json memory_json(const MemoryComparison& m) {
+  json ranks = json::array();
+  for (const RankMemory& r : m.ranks)
+    ranks.push_back({{"rank", r.rank},
+                     {"device", r.device},
+                     {"weight_bytes", r.weight_bytes},
+                     {"gradient_bytes", r.gradient_bytes},
+                     {"optimizer_bytes", r.optimizer_bytes},
+                     {"other_bytes", r.other_bytes},
+                     {"static_bytes", r.static_bytes()},
+                     {"peak_activation_bytes", r.peak_activation_bytes},
+                     {"peak_bytes", r.peak_bytes},
+                     {"predicted_static_bytes", r.predicted_static_bytes},
+                     {"predicted_peak_activation_bytes", r.predicted_peak_activation_bytes},
+                     {"predicted_peak_bytes", r.predicted_peak_bytes}});
+  return {{"executor_dtype", m.executor_dtype},
+          {"plan_dtype", m.plan_dtype},
+          {"repriced", m.repriced},
+          {"ranks", std::move(ranks)}};
+}
+
+MemoryComparison memory_from_json(const JsonReader& rd, const json& j) {
+  const Fields f(rd, j, "memory", {"executor_dtype", "plan_dtype", "repriced", "ranks"});
+  MemoryComparison m;
+  m.executor_dtype = f.string("executor_dtype");
+  m.plan_dtype = f.string("plan_dtype");
+  m.repriced = f.boolean("repriced");
+  const json& ranks = rd.array(f.at("ranks"), f.path("ranks"));
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const Fields r(rd, ranks[i], JsonReader::index(f.path("ranks"), i),
+                   {"rank", "device", "weight_bytes", "gradient_bytes", "optimizer_bytes", "other_bytes",
+                    "static_bytes", "peak_activation_bytes", "peak_bytes", "predicted_static_bytes",
+                    "predicted_peak_activation_bytes", "predicted_peak_bytes"});
+    RankMemory e;
+    e.rank = r.small("rank");
+    e.device = r.small("device");
+    e.weight_bytes = r.integer("weight_bytes");
+    e.gradient_bytes = r.integer("gradient_bytes");
+    e.optimizer_bytes = r.integer("optimizer_bytes");
+    e.other_bytes = r.integer("other_bytes");
+    if (r.integer("static_bytes") != e.static_bytes())
+      rd.fail(
+          r.path("static_bytes"), fmt::format("is {}", r.integer("static_bytes")),
+          fmt::format("the sum of the weight, gradient, optimizer and other bytes ({})", e.static_bytes()));
+    e.peak_activation_bytes = r.integer("peak_activation_bytes");
+    e.peak_bytes = r.integer("peak_bytes");
+    e.predicted_static_bytes = r.integer("predicted_static_bytes");
+    e.predicted_peak_activation_bytes = r.integer("predicted_peak_activation_bytes");
+    e.predicted_peak_bytes = r.integer("predicted_peak_bytes");
+    m.ranks.push_back(e);
+  }
+  return m;
+}
+
 }  // namespace
 
 std::optional<double> StageOpTimes::of(OpKind kind) const {
@@ -247,6 +301,7 @@ json to_json(const RunReport& r) {
             {"predicted", r.predicted ? to_json(*r.predicted) : json(nullptr)},
             {"predicted_with_measured_costs", resimulation_json(r.predicted_with_measured_costs)}};
   if (r.check) j["check"] = check_json(*r.check);
+  if (r.memory) j["memory"] = memory_json(*r.memory);
   return j;
 }
 
@@ -277,7 +332,8 @@ RunReport run_report_from_json(const json& j, const std::string& source) {
                   "measured",
                   "predicted",
                   "predicted_with_measured_costs",
-                  "check"});
+                  "check",
+                  "memory"});
   RunReport r;
   r.plan = f.string("plan");
   r.method = rd.string(f.at("method"), "method");
@@ -298,6 +354,7 @@ RunReport run_report_from_json(const json& j, const std::string& source) {
   if (const json& p = f.at("predicted"); !p.is_null()) r.predicted = prediction_from_json(p, rd, "predicted");
   r.predicted_with_measured_costs = resimulation_from_json(rd, f.at("predicted_with_measured_costs"));
   if (f.has("check")) r.check = check_from_json(rd, f.at("check"));
+  if (f.has("memory")) r.memory = memory_from_json(rd, f.at("memory"));
   return r;
 }
 

@@ -89,6 +89,40 @@ struct GradientCheckSummary {
   friend bool operator==(const GradientCheckSummary&, const GradientCheckSummary&) = default;
 };
 
+/// One rank's memory: what the executor holds, counted from its tensors, beside the plan's
+/// prediction for the rank's pipeline device (every rank of a device holds the same share: the
+/// planner's figures are per TP / EP shard). Bytes, at the executor's dtype.
+struct RankMemory {
+  int rank = 0;
+  int device = 0;
+  std::int64_t weight_bytes = 0;     ///< Σ the layers' parameter value buffers (its TP / EP shards)
+  std::int64_t gradient_bytes = 0;   ///< Σ the layers' gradient buffers (whole also at ZeRO 1)
+  std::int64_t optimizer_bytes = 0;  ///< AdamW's moments it holds (its ZeRO-1 shard)
+  /// Device memory in use when a step starts beyond the three above (buffers layers keep between
+  /// steps, e.g. attention's RoPE tables).
+  std::int64_t other_bytes = 0;
+  std::int64_t peak_activation_bytes = 0;  ///< high-water mark of the op walk above its start
+  std::int64_t peak_bytes = 0;             ///< in use at the start + peak_activation_bytes
+  std::int64_t predicted_static_bytes = 0;
+  std::int64_t predicted_peak_activation_bytes = 0;
+  std::int64_t predicted_peak_bytes = 0;
+  [[nodiscard]] std::int64_t static_bytes() const {
+    return weight_bytes + gradient_bytes + optimizer_bytes + other_bytes;
+  }
+  friend bool operator==(const RankMemory&, const RankMemory&) = default;
+};
+
+/// The executor's memory per rank and the plan's prediction in the same units.
+struct MemoryComparison {
+  std::string executor_dtype = "fp32";  ///< what the executor's tensors are (nn/device.hpp)
+  std::string plan_dtype;               ///< the model's training dtype the plan was priced at
+  /// The prediction was re-priced at the executor's dtype (the dtypes differ): static bytes from the
+  /// plan's parameter counts, activations scaled by the ratio of the element sizes.
+  bool repriced = false;
+  std::vector<RankMemory> ranks;
+  friend bool operator==(const MemoryComparison&, const MemoryComparison&) = default;
+};
+
 struct RunReport {
   static constexpr const char* kCommand = "octorun";
   std::string plan;  ///< the plan file that ran
@@ -110,13 +144,17 @@ struct RunReport {
   std::optional<Prediction> predicted;  ///< the plan's, as stored in it (null when it had none)
   Resimulation predicted_with_measured_costs;
   std::optional<GradientCheckSummary> check;  ///< with --check
+  std::optional<MemoryComparison> memory;     ///< "memory" (optional on reading: older reports)
   friend bool operator==(const RunReport&, const RunReport&) = default;
 };
 
 /// The report file's JSON: {"command": "octorun", "plan", "method", "model", "backend",
 /// "transport", "world_size", "devices", "dp", "stages", "microbatches", "micro_batch", "seq",
 /// "seed", "lr", "warmup_steps", "measured": {...}, "predicted": {...} | null,
-/// "predicted_with_measured_costs": {...} | {"error"}, "check"?: {...}}.
+/// "predicted_with_measured_costs": {...} | {"error"}, "check"?: {...}, "memory"?: {"executor_dtype",
+/// "plan_dtype", "repriced", "ranks": [{"rank", "device", "weight_bytes", "gradient_bytes",
+/// "optimizer_bytes", "other_bytes", "static_bytes", "peak_activation_bytes", "peak_bytes",
+/// "predicted_static_bytes", "predicted_peak_activation_bytes", "predicted_peak_bytes"}]}}.
 [[nodiscard]] nlohmann::json to_json(const RunReport& report);
 
 /// The "measured" and "predicted_with_measured_costs" sections alone (as in the report).
@@ -124,7 +162,7 @@ struct RunReport {
 [[nodiscard]] nlohmann::json to_json(const Resimulation& resimulation);
 
 /// Reads a run report; `source` names the file in messages (octo::InputError with the JSON path).
-/// Every key is required except "check"; unknown keys are errors; a file of another command
+/// Every key is required except "check" and "memory"; unknown keys are errors; a file of another command
 /// (an `octoplan ... --report`) is refused by its "command".
 [[nodiscard]] RunReport run_report_from_json(const nlohmann::json& j, const std::string& source);
 

@@ -44,13 +44,14 @@ int main(int argc, char** argv) {
       const int needed = gpus_needed(session);
       if (visible == 0 && needed > 0) {
         std::printf(
-            "SKIPPED: no CUDA device is visible (%s); the gpu-labelled tests need a GPU "
-            "(scripts/gpu-check runs them on a GPU machine)\n",
-            why.c_str());
+            "SKIPPED: needs %d GPU%s, found 0: no CUDA device is visible (%s); the gpu-labelled tests need a "
+            "GPU (scripts/gpu-check runs them on a GPU machine)\n",
+            needed, needed == 1 ? "" : "s", why.c_str());
         return kSkipped;
       }
       if (visible < needed) {
-        std::printf("SKIPPED: these tests need %d GPUs, %d visible\n", needed, visible);
+        std::printf("SKIPPED: needs %d GPUs, found %d (the [2gpu] tests run one rank per GPU)\n", needed,
+                    visible);
         return kSkipped;
       }
     }

@@ -1,6 +1,7 @@
 // The NCCL transport needs one GPU per rank (NCCL refuses two ranks on one GPU), so these tests
-// are tagged [2gpu] and skip on single-GPU machines: gradients of a 2-rank pipeline and of 2
-// data-parallel replicas against the reference, batched transfers, and the watchdog ending a
+// are tagged [2gpu] and skip on single-GPU machines: gradients of a 2-rank pipeline, of 2
+// data-parallel replicas and of TP 2 and EP 2 plans (NCCL tensor / expert groups, --check's
+// comparison over the shards) against the reference, batched transfers, and the watchdog ending a
 // transfer whose peer never answers.
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "cost/inputs.hpp"
+#include "exec/grad_check.hpp"
 #include "exec/runtime.hpp"
 #include "exec/thread_comm.hpp"
 #include "gpu_testing.hpp"
@@ -45,6 +47,25 @@ exec::ExecPlan plan(int pp, int dp) {
   BaselineOptions bo;
   bo.schedule = "1f1b";
   return exec::prepare_plan(build_baseline(load_inputs(in), bo), "1f1b", pp * dp);
+}
+
+/// tiny-hybrid at tensor-parallel size `tp` and expert-parallel size `ep` (EP carved out of
+/// `dp` data-parallel ranks), one pipeline device: the plan octoplan writes for --tp / --ep.
+exec::ExecPlan parallel_plan(int tp, int dp, int ep) {
+  InputOptions in;
+  in.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
+  in.cluster_path = std::string(OCTO_SOURCE_DIR) + "/profiles/clusters/cpu-local.yaml";
+  in.pp = 1;
+  in.dp = dp;
+  in.tp = tp;
+  in.ep = ep;
+  in.zero = 0;
+  in.microbatches = 4;
+  in.micro_batch = 2;
+  in.seq = 64;
+  BaselineOptions bo;
+  bo.schedule = "1f1b";
+  return exec::prepare_plan(build_baseline(load_inputs(in), bo), "1f1b", tp * dp);
 }
 
 /// Runs fn(rank, host comm, device on GPU `rank`) on two threads; returns the errors joined.
@@ -100,6 +121,36 @@ TEST_CASE("NCCL: a 2-rank pipeline and 2 data-parallel replicas give the referen
     REQUIRE(errors.empty());
     CHECK(worst[0] <= 1e-4);
     CHECK(worst[1] <= 1e-4);
+  }
+}
+
+TEST_CASE("NCCL: TP 2 and EP 2 plans on NCCL groups give the sequential reference's gradients (--check)",
+          "[2gpu][nccl][tp]") {
+  struct Case {
+    const char* name;
+    int tp, dp, ep;
+  };
+  for (const Case c : {Case{"TP 2 x PP 1", 2, 1, 1}, Case{"EP 2 (DP 2) x PP 1", 1, 2, 2}}) {
+    const exec::ExecPlan p = parallel_plan(c.tp, c.dp, c.ep);
+    REQUIRE(p.world_size() == 2);
+    std::vector<exec::GradientCheck> checks(2);
+    const std::string errors = two_ranks([&](int r, exec::Comm& host, cuda::CudaDevice& device) {
+      host.set_timeout(60s);
+      cuda::NcclComm comm(host, device);  // the runtime splits it into NCCL tensor / expert groups
+      exec::Runtime rt(p, comm, device, corpus());
+      if (c.tp > 1 && rt.group(GroupKind::Tensor).size() != 2)
+        throw std::runtime_error("the tensor group does not hold both ranks");
+      const exec::StepStats st = rt.step(0);
+      checks[static_cast<std::size_t>(r)] = exec::check_gradients(rt, host, device, corpus(), 1, 0, st.loss);
+    });
+    INFO(c.name << ": " << errors);
+    REQUIRE(errors.empty());
+    const exec::GradientCheck& g = checks[0];
+    INFO(c.name << ": largest relative difference " << g.max_diff << " (layer " << g.worst_layer << "), loss "
+                << g.loss << " vs " << g.reference_loss);
+    CHECK(g.layer_diff.size() == p.model.layers.size());
+    CHECK(g.passed(1e-4));
+    CHECK(checks[1].max_diff == g.max_diff);  // every rank returns the combined figures
   }
 }
 

@@ -46,6 +46,7 @@ run_check() {
   cat "$dir/out.log"
   [ $rc -eq 0 ] || fail "octorun --check exited with $rc"
   grep -q "largest relative difference .*: PASSED" "$dir/out.log" || fail "no PASSED gradient check line"
+  grep -q "^memory per rank (MiB at fp32" "$dir/out.log" || fail "no memory table in the summary"
   python3 - "$dir/report.json" "$dir/trace.json" "$np" <<'EOF' || fail "report or trace is wrong"
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -60,6 +61,16 @@ assert report["check"]["passed"] and report["check"]["max_relative_difference"] 
 assert "iteration_time_ms" in report["predicted"], "the plan's predicted figures are missing"
 slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
 assert len(slices) > 0
+# The memory per rank (exec/memory.hpp): one entry per rank, the parts adding up, every rank
+# holding weights, gradients (4 bytes each per parameter) and moments, the prediction beside it.
+mem = report["memory"]
+assert mem["executor_dtype"] == "fp32" and [r["rank"] for r in mem["ranks"]] == list(range(np)), mem
+for r in mem["ranks"]:
+    assert r["weight_bytes"] > 0 and r["weight_bytes"] == r["gradient_bytes"], r
+    assert 0 < r["optimizer_bytes"] <= 2 * r["weight_bytes"], r
+    assert r["static_bytes"] == r["weight_bytes"] + r["gradient_bytes"] + r["optimizer_bytes"] + r["other_bytes"]
+    assert r["peak_bytes"] == r["static_bytes"] + r["peak_activation_bytes"], r
+    assert r["predicted_static_bytes"] > 0 and r["predicted_peak_bytes"] > r["predicted_static_bytes"], r
 print(f"report: iteration {m['iteration_time_ms']:.1f} ms, bubble {100*m['bubble_ratio']:.1f} % "
       f"(predicted {100*report['predicted']['bubble_ratio']:.1f} %), {len(slices)} trace slices")
 EOF
@@ -127,25 +138,38 @@ check-tuned:*)
   run_check "$np" "$dir/plan.json"
   ;;
 check-search-parallel)
-  # The factorization the planner picks on cpu-local (4 ranks) runs and passes --check: for the
-  # two tiny models, and with expert parallelism forced (--ep 2), whatever TP/PP/DP/EP/ZeRO wins.
-  for variant in tiny-hybrid tiny-latent-moe tiny-hybrid:--ep=2; do
-    m=${variant%%:*}
-    extra=""
-    [ "$variant" != "$m" ] && extra=${variant#*:} && extra=${extra/=/ }
-    # shellcheck disable=SC2086
-    "$octoplan" plan "$src/profiles/models/$m.yaml" --cluster "$cluster" --search-parallel $extra --seed 3 \
-      --threads 1 --time-budget 1 --quiet -o "$dir/plan.json" >"$dir/plan.log" 2>&1 ||
-      { cat "$dir/plan.log"; fail "octoplan plan --search-parallel ($variant) failed"; }
-    # Every plan states all five sizes; the winner uses the cluster's 4 ranks.
-    np=$(python3 -c 'import json, sys
+  # Every plan the planner writes for the zoo's CPU models (profiles/models/tiny-*, cpu-*) on
+  # cpu-local (4 ranks) runs and passes --check: the --search-parallel winner (whatever
+  # TP/PP/DP/EP/ZeRO it picks), a forced TP 2 plan (PP 2) and, for models with experts, an EP 2
+  # plan (EP carved out of DP 2, PP 2). Small budgets and 2 steps keep it short.
+  zoo=$(ls "$src"/profiles/models/tiny-*.yaml "$src"/profiles/models/cpu-*.yaml)
+  [ "$(echo "$zoo" | wc -l)" -ge 3 ] || fail "expected at least 3 CPU-sized models in profiles/models, found: $zoo"
+  runs=0
+  for m in $zoo; do
+    name=$(basename "$m" .yaml)
+    variants="search tp2"
+    grep -qE "^(moe|latent_moe):" "$m" && variants="$variants ep2"
+    for variant in $variants; do
+      case $variant in
+        search) opts=(--search-parallel) ;;
+        tp2) opts=(--tp 2) ;;
+        ep2) opts=(--dp 2 --ep 2) ;;
+      esac
+      "$octoplan" plan "$m" --cluster "$cluster" "${opts[@]}" --seed 3 --threads 1 --time-budget 1 --quiet \
+        -o "$dir/plan.json" >"$dir/plan.log" 2>&1 </dev/null ||
+        { cat "$dir/plan.log"; fail "octoplan plan ${opts[*]} ($name) failed"; }
+      # Every plan states all five sizes and uses the cluster's 4 ranks.
+      np=$(python3 -c 'import json, sys
 p = json.load(open(sys.argv[1]))["parallel"]
 assert set(p) == {"devices", "tp", "dp", "ep", "zero"}, p
-print(p["devices"] * p["tp"] * p["dp"], p, file=sys.stderr)
-print(p["devices"] * p["tp"] * p["dp"])' "$dir/plan.json") || fail "the plan's parallel section is incomplete"
-    [ "$np" = 4 ] || fail "the search's plan for $variant needs $np ranks (expected the cluster's 4)"
-    run_check 4 "$dir/plan.json"
+print(sys.argv[2], sys.argv[3], p, file=sys.stderr)
+print(p["devices"] * p["tp"] * p["dp"])' "$dir/plan.json" "$name" "$variant") || fail "the plan's parallel section is incomplete"
+      [ "$np" = 4 ] || fail "the $variant plan for $name needs $np ranks (expected the cluster's 4)"
+      run_check 4 "$dir/plan.json" </dev/null
+      runs=$((runs + 1))
+    done
   done
+  echo "ok: $runs plans of $(echo "$zoo" | wc -l) models passed --check"
   ;;
 check-latent-moe:*)
   # The latent MoE kind end to end on tiny-latent-moe: a ZB-V baseline (split B/W, two stages per
@@ -218,19 +242,30 @@ assert worst <= 1e-4, worst
 assert a[-1] < a[0] - 0.5, "the loss did not fall"
 EOF
   ;;
-killed-rank-tp)
-  # A rank killed in step 1 of a TP 2 x PP 2 run (its tensor peer is then inside a TP collective):
-  # the job ends with an error, well before the 20 s timeout would, not a hang.
-  baseline 1f1b 2 "$dir/plan.json" --tp 2
+killed-rank-tp | killed-rank-ep)
+  # A rank SIGKILLed in step 1 while its tensor (TP 2 x PP 2) or expert (EP 2 x DP 2 x PP 2) peer
+  # computes: the peer blocks inside that group's collective, mpirun ends the job at once, and the
+  # peer's SIGTERM report (exec/wait_report.hpp) names the group, its ranks and the collective,
+  # while mpirun names the rank that died — well before the 20 s timeout, not a hang.
+  if [ "$case_name" = killed-rank-tp ]; then
+    baseline 1f1b 2 "$dir/plan.json" --tp 2
+    group="tensor group of rank 0 (ranks 0, 1): all_reduce of"
+  else
+    baseline 1f1b 2 "$dir/plan.json" --dp 2 --ep 2
+    group="expert group of rank 0 (ranks 0, 1): all_to_all_v of"
+  fi
   start=$(date +%s)
   OCTO_EXEC_FAULT=kill:1:3:1 mpirun_n 4 -x OCTO_EXEC_FAULT "$octorun" "$dir/plan.json" --steps 3 --timeout 20 \
-    >"$dir/out.log" 2>&1
+    >"$dir/out.log" 2>&1 </dev/null
   rc=$?
   elapsed=$(($(date +%s) - start))
   cat "$dir/out.log"
   echo "exit $rc after $elapsed s"
   [ $rc -ne 0 ] || fail "the job succeeded although rank 1 died"
   [ "$elapsed" -lt 60 ] || fail "the job took $elapsed s to end (a hang until the timeout?)"
+  grep -qF "octorun: terminated by signal 15 (the launcher ends the job: another rank failed) while waiting: $group" \
+    "$dir/out.log" || fail "rank 0 did not name the group it was blocked in ($group ...)"
+  grep -q "process rank 1 .*exited on signal 9" "$dir/out.log" || fail "the dead rank 1 is not named"
   echo "ok"
   ;;
 collectives)

@@ -13,12 +13,6 @@
 #include "exec_testing.hpp"
 #include "plan/rank_layout.hpp"
 
-using namespace octo;
-using namespace octo::exec;
-using octo::exec::testing::joined_errors;
-using octo::exec::testing::run_ranks;
-using namespace std::chrono_literals;
-
 namespace {
 
 /// Rank r's i-th input value: distinct per rank and position, exact in float.

@@ -11,14 +11,6 @@
 #include "exec/thread_comm.hpp"
 #include "exec_testing.hpp"
 
-using octo::exec::Comm;
-using octo::exec::ReduceOp;
-using octo::exec::Request;
-using octo::exec::ThreadWorld;
-using octo::exec::testing::joined_errors;
-using octo::exec::testing::run_ranks;
-using namespace std::chrono_literals;
-
 TEST_CASE("thread comm: messages with one tag arrive in sending order, tags keep streams apart",
           "[exec][comm]") {
   ThreadWorld world(2);

@@ -3,6 +3,7 @@
 // Catch2 assertions are not thread-safe: rank threads only record values and errors, and the
 // test thread checks them afterwards.
 
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <string>
@@ -96,3 +97,14 @@ inline std::string joined_errors(const std::vector<std::string>& errors) {
 }
 
 }  // namespace octo::exec::testing
+
+// The names the thread-rank tests of the executor share, declared once here rather than at the
+// top of each of them. A test-only header (only test files include it), so the rule against
+// using-directives in headers, which protects a library's users, has no one to protect here.
+using namespace octo;
+using namespace octo::exec;
+using namespace std::chrono_literals;
+using octo::exec::testing::baseline;
+using octo::exec::testing::corpus;
+using octo::exec::testing::joined_errors;
+using octo::exec::testing::run_ranks;

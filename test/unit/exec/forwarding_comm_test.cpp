@@ -13,11 +13,7 @@
 #include "exec/thread_comm.hpp"
 #include "exec_testing.hpp"
 
-using namespace octo::exec;
 using Catch::Matchers::Contains;
-using octo::exec::testing::joined_errors;
-using octo::exec::testing::run_ranks;
-using namespace std::chrono_literals;
 
 namespace {
 

@@ -13,13 +13,6 @@
 #include "nn/cpu_device.hpp"
 #include "nn/reference.hpp"
 
-using namespace octo;
-using namespace octo::exec;
-using octo::exec::testing::baseline;
-using octo::exec::testing::joined_errors;
-using octo::exec::testing::run_ranks;
-using namespace std::chrono_literals;
-
 TEST_CASE("grad norm: counted pieces of every rank, each once, and clipping scales every copy",
           "[exec][clip]") {
   // Rank 0: {3, 4} counted. Rank 1: {12} counted, and a replica's copy {100, 100} that does not

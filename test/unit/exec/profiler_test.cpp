@@ -20,11 +20,6 @@
 #include "nn/model.hpp"
 #include "spec/loader.hpp"
 
-using namespace octo;
-using namespace octo::exec;
-using octo::exec::testing::joined_errors;
-using octo::exec::testing::run_ranks;
-
 namespace {
 
 const std::string kModel = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";

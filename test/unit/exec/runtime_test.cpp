@@ -23,14 +23,6 @@
 #include "spec/loader.hpp"
 #include "support/random_plan.hpp"
 
-using namespace octo;
-using namespace octo::exec;
-using octo::exec::testing::baseline;
-using octo::exec::testing::corpus;
-using octo::exec::testing::joined_errors;
-using octo::exec::testing::run_ranks;
-using namespace std::chrono_literals;
-
 namespace {
 
 struct RankOutcome {

@@ -17,14 +17,6 @@
 #include "nn/cpu_device.hpp"
 #include "nn/reference.hpp"
 
-using namespace octo;
-using namespace octo::exec;
-using octo::exec::testing::baseline;
-using octo::exec::testing::corpus;
-using octo::exec::testing::joined_errors;
-using octo::exec::testing::run_ranks;
-using namespace std::chrono_literals;
-
 namespace {
 
 /// A baseline plan with its ZeRO stage set (the plan format's `parallel.zero`).
