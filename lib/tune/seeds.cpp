@@ -13,11 +13,12 @@
 namespace octo {
 namespace {
 
-ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order) {
+ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order, bool forward_first = false) {
   ListScheduleOptions o;
   o.split_bw = split;
   o.memory = mem;
   o.f_order = order;
+  o.forward_first = forward_first;
   return o;
 }
 
@@ -201,7 +202,10 @@ std::vector<Candidate> preset_candidates(const std::vector<Structure>& structure
   const ListScheduleOptions presets[] = {preset(true, MemoryMode::Reserve, FOrder::OldestFirst),
                                          preset(true, MemoryMode::Greedy, FOrder::OldestFirst),
                                          preset(false, MemoryMode::Reserve, FOrder::OldestFirst),
-                                         preset(false, MemoryMode::Greedy, FOrder::OldestFirst)};
+                                         preset(false, MemoryMode::Greedy, FOrder::OldestFirst),
+                                         // critical-path order between F and B: finely interleaved
+                                         // structures without W to fill bubbles (w = 0)
+                                         preset(false, MemoryMode::Reserve, FOrder::OldestFirst, true)};
   std::vector<Structure> variants;
   for (const Structure& st : structures) {
     variants.push_back(st);
@@ -266,6 +270,14 @@ std::vector<Candidate> option_grid(const Candidate& base, int devices) {
             c.cap_scale = 1.0;
             out.push_back(std::move(c));
           }
+  // Forward-first (critical-path order between F and B), where memory allows many in flight.
+  for (bool split : {true, false})
+    for (MemoryMode mem : {MemoryMode::Reserve, MemoryMode::Greedy}) {
+      Candidate c = base.without_order();
+      c.schedule = preset(split, mem, FOrder::OldestFirst, true);
+      c.cap_scale = 1.0;
+      out.push_back(std::move(c));
+    }
   // Megatron's interleaved order as priorities, for structures with several stages per device.
   if (base.stages() > devices)
     for (bool split : {true, false})

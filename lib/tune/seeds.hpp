@@ -35,8 +35,9 @@ struct Structure {
                                                                const PlannerInputs& inputs,
                                                                const Evaluator& evaluator);
 
-/// Phase A of the seeds: every structure (with the recompute variants memory calls for) under four
-/// scheduler presets (split or fused backward, reserve or greedy admission), and as the explicit
+/// Phase A of the seeds: every structure (with the recompute variants memory calls for) under five
+/// scheduler presets (split or fused backward, reserve or greedy admission; fused forward-first
+/// reserve), and as the explicit
 /// op order of every registered schedule (sched/schedule.hpp) written for its placement.
 /// `owner[i]` is the index of candidate i's variant.
 [[nodiscard]] std::vector<Candidate> preset_candidates(const std::vector<Structure>& structures,
@@ -44,7 +45,7 @@ struct Structure {
                                                        const Evaluator& evaluator, std::vector<int>& owner);
 
 /// Phase B: the full grid of scheduler options (split, F order, admission, in-flight limit, B
-/// order) for one partition + placement + recompute choice.
+/// order; forward-first) for one partition + placement + recompute choice.
 [[nodiscard]] std::vector<Candidate> option_grid(const Candidate& c, int devices);
 
 /// The seed phase: evaluates phase A (preset_candidates of seed_structures), then, unless the
