@@ -541,7 +541,8 @@ class Run {
     };
     Heap& w = w_heap_[di];
     if (o_.w_policy == WPolicy::Eager && !w.empty()) return take(w);
-    if (!b_heap_[di].empty()) return take(b_heap_[di]);
+    Heap& b = b_heap_[di];
+    if (!o_.forward_first && !b.empty()) return take(b);
     // Time until the next B expected here (look-ahead, hold > 0).
     double b_soon = std::numeric_limits<double>::infinity();
     if (o_.hold > 0) {
@@ -558,6 +559,7 @@ class Run {
       // The first open recompute always fits (headroom); more only when memory allows.
       const std::int64_t limit = open_r_[di] == 0 ? cap : cap - headroom_[di];
       if (fits(d, alloc_r(cost(s)), limit)) return take(r);
+      if (!b.empty()) return take(b);  // forward_first: the B frees memory
       if (!w.empty()) return take(w);
     }
 
@@ -583,8 +585,10 @@ class Run {
         start(d, cand[i].op, now);
         return true;
       }
+      if (!b.empty()) return take(b);  // forward_first: the B frees memory
       if (!w.empty()) return take(w);  // deferred W memory is in the way: release it first
     }
+    if (!b.empty()) return take(b);  // forward_first: no F ready or allowed
     if (o_.w_policy == WPolicy::FillIdle && !w.empty() && !holds(duration(stage_of(w.top().second), kW)))
       return take(w);
     return false;

@@ -11,6 +11,7 @@
 ///      and to max_inflight;
 ///   5. W, when the policy is FillIdle (fills idle time); a W is also forced ahead of an F or R
 ///      whenever deferred W memory keeps that op from fitting under the cap.
+/// With `forward_first`, 4. comes before 2. (a B still goes before a W when an F does not fit).
 /// Transfers are modelled as delays between adjacent stages on different devices (no link
 /// contention; the simulator verifies the lowered plan). The result is a compute-only program per
 /// device (no SEND/RECV: plan/lower.hpp inserts those), or the reason the problem is infeasible.
@@ -104,6 +105,14 @@ struct ListScheduleOptions {
   /// the gradient for one of its B ops (already being computed downstream) arrives within hold ×
   /// that op's duration; it waits for the B instead. 0: never wait while something is ready.
   double hold = 0;
+  /// Critical-path order between the kinds: a ready F goes before a ready B (an F's longest path
+  /// to the end of its micro-batch runs through that micro-batch's whole backward, so it is always
+  /// longer than any B's). GPipe-like memory, bounded only by the cap and the admission rule; a B
+  /// runs when no F is ready or fits. Where memory is free and there is no W to fill bubbles
+  /// (fused backward, w = 0 profiles), this keeps many micro-batches in flight on finely
+  /// interleaved stages of unequal cost, where B-first orders run in lockstep with the slowest
+  /// chunk.
+  bool forward_first = false;
 
   friend bool operator==(const ListScheduleOptions&, const ListScheduleOptions&) = default;
 };

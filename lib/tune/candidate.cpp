@@ -22,6 +22,7 @@ std::string Candidate::describe() const {
       to_string(schedule.f_order), to_string(schedule.memory),
       schedule.max_inflight > 0 ? fmt::format("max {} in flight", schedule.max_inflight)
                                 : std::string("no in-flight limit"));
+  if (schedule.forward_first) text += ", forward-first";
   if (schedule.hold > 0) text += fmt::format(", hold {:.2g}", schedule.hold);
   if (schedule.jitter > 0)
     text += fmt::format(", priority jitter {} (seed {})", schedule.jitter, schedule.jitter_seed);

@@ -12,6 +12,7 @@ std::unique_ptr<Neighbourhood> recompute_moves();
 std::unique_ptr<Neighbourhood> placement_moves();
 std::unique_ptr<Neighbourhood> structure_moves();
 std::unique_ptr<Neighbourhood> layer_moves();
+std::unique_ptr<Neighbourhood> slack_moves();
 
 const std::vector<std::unique_ptr<Neighbourhood>>& neighbourhoods() {
   static const std::vector<std::unique_ptr<Neighbourhood>> all = [] {
@@ -23,6 +24,7 @@ const std::vector<std::unique_ptr<Neighbourhood>>& neighbourhoods() {
     v.push_back(structure_moves());
     v.push_back(layer_moves());
     v.push_back(reorder_moves());
+    v.push_back(slack_moves());
     return v;
   }();
   return all;

@@ -13,11 +13,12 @@
 namespace octo {
 namespace {
 
-ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order) {
+ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order, bool forward_first = false) {
   ListScheduleOptions o;
   o.split_bw = split;
   o.memory = mem;
   o.f_order = order;
+  o.forward_first = forward_first;
   return o;
 }
 
@@ -198,10 +199,13 @@ std::vector<std::uint8_t> recompute_where_needed(const Structure& st, bool all, 
 std::vector<Candidate> preset_candidates(const std::vector<Structure>& structures,
                                          const PlannerInputs& inputs, const Evaluator& ev,
                                          std::vector<int>& owner) {
-  const ListScheduleOptions presets[] = {preset(true, MemoryMode::Reserve, FOrder::OldestFirst),
-                                         preset(true, MemoryMode::Greedy, FOrder::OldestFirst),
-                                         preset(false, MemoryMode::Reserve, FOrder::OldestFirst),
-                                         preset(false, MemoryMode::Greedy, FOrder::OldestFirst)};
+  std::vector<ListScheduleOptions> presets = {preset(true, MemoryMode::Reserve, FOrder::OldestFirst),
+                                              preset(true, MemoryMode::Greedy, FOrder::OldestFirst),
+                                              preset(false, MemoryMode::Reserve, FOrder::OldestFirst),
+                                              preset(false, MemoryMode::Greedy, FOrder::OldestFirst)};
+  // The critical-path order between F and B, for finely interleaved structures with no W to fill
+  // bubbles.
+  if (without_w(inputs)) presets.push_back(preset(false, MemoryMode::Reserve, FOrder::OldestFirst, true));
   std::vector<Structure> variants;
   for (const Structure& st : structures) {
     variants.push_back(st);
@@ -252,7 +256,12 @@ std::vector<Candidate> preset_candidates(const std::vector<Structure>& structure
   return out;
 }
 
-std::vector<Candidate> option_grid(const Candidate& base, int devices) {
+bool without_w(const PlannerInputs& inputs) {
+  return std::all_of(inputs.costs.layers.begin(), inputs.costs.layers.end(),
+                     [](const LayerCost& l) { return l.w_ms == 0; });
+}
+
+std::vector<Candidate> option_grid(const Candidate& base, int devices, bool forward_first) {
   std::vector<Candidate> out;
   for (bool split : {true, false})
     for (FOrder f : {FOrder::OldestFirst, FOrder::DeepestFirst, FOrder::ShallowestFirst})
@@ -266,6 +275,15 @@ std::vector<Candidate> option_grid(const Candidate& base, int devices) {
             c.cap_scale = 1.0;
             out.push_back(std::move(c));
           }
+  // Forward-first (critical-path order between F and B), where memory allows many in flight.
+  for (bool split : {true, false})
+    if (forward_first)
+      for (MemoryMode mem : {MemoryMode::Reserve, MemoryMode::Greedy}) {
+        Candidate c = base.without_order();
+        c.schedule = preset(split, mem, FOrder::OldestFirst, true);
+        c.cap_scale = 1.0;
+        out.push_back(std::move(c));
+      }
   // Megatron's interleaved order as priorities, for structures with several stages per device.
   if (base.stages() > devices)
     for (bool split : {true, false})
@@ -301,7 +319,8 @@ std::vector<Scored> run_seeds(const PlannerInputs& inputs, const Evaluator& ev, 
   std::vector<Candidate> b;
   for (std::size_t v = 0; v < variants.size() && v < 4 && best_of[variants[v]].ok; ++v) {
     const auto first = std::find(owner.begin(), owner.end(), static_cast<int>(variants[v])) - owner.begin();
-    const std::vector<Candidate> grid = option_grid(a[static_cast<std::size_t>(first)], ev.devices());
+    const std::vector<Candidate> grid =
+        option_grid(a[static_cast<std::size_t>(first)], ev.devices(), without_w(inputs));
     b.insert(b.end(), grid.begin(), grid.end());
   }
   const std::vector<Evaluation> eb = batch.run(ev, b);

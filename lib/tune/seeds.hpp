@@ -35,8 +35,9 @@ struct Structure {
                                                                const PlannerInputs& inputs,
                                                                const Evaluator& evaluator);
 
-/// Phase A of the seeds: every structure (with the recompute variants memory calls for) under four
-/// scheduler presets (split or fused backward, reserve or greedy admission), and as the explicit
+/// Phase A of the seeds: every structure (with the recompute variants memory calls for) under five
+/// scheduler presets (split or fused backward, reserve or greedy admission; fused forward-first
+/// reserve when without_w), and as the explicit
 /// op order of every registered schedule (sched/schedule.hpp) written for its placement.
 /// `owner[i]` is the index of candidate i's variant.
 [[nodiscard]] std::vector<Candidate> preset_candidates(const std::vector<Structure>& structures,
@@ -44,8 +45,12 @@ struct Structure {
                                                        const Evaluator& evaluator, std::vector<int>& owner);
 
 /// Phase B: the full grid of scheduler options (split, F order, admission, in-flight limit, B
-/// order) for one partition + placement + recompute choice.
-[[nodiscard]] std::vector<Candidate> option_grid(const Candidate& c, int devices);
+/// order; forward-first when `forward_first`) for one partition + placement + recompute choice.
+[[nodiscard]] std::vector<Candidate> option_grid(const Candidate& c, int devices, bool forward_first = false);
+
+/// True when no layer has weight-gradient (W) time: profiles with B and W fused (w_ms 0), where no
+/// W can fill bubbles and the search also tries forward-first list schedules.
+[[nodiscard]] bool without_w(const PlannerInputs& inputs);
 
 /// The seed phase: evaluates phase A (preset_candidates of seed_structures), then, unless the
 /// budget is spent, phase B (option_grid) for the best four variants of A, offering every

@@ -1,9 +1,11 @@
 // Schedule moves: change one list-scheduler option at a time (split or fused backward, F and B
 // priorities — Megatron's grouped interleaved order too where a device holds several stages —,
-// admission mode, W policy, in-flight limit, memory cap, look-ahead hold), and once
-// the narrow neighbourhoods are exhausted, randomised priorities near the current ones (GRASP).
+// forward-first or backward-first between them where no layer has W time, admission mode, W
+// policy, in-flight limit, memory cap, look-ahead hold), and once the narrow neighbourhoods are
+// exhausted, randomised priorities near the current ones (GRASP).
 
 #include "tune/neighbourhood.hpp"
+#include "tune/seeds.hpp"
 
 namespace octo {
 namespace {
@@ -22,6 +24,8 @@ class ScheduleMoves final : public Neighbourhood {
     };
     if (cur.c.order) out.push_back(c);  // the list-scheduled version of an explicit order
     opt([](Candidate& n) { n.schedule.split_bw = !n.schedule.split_bw; });
+    if (without_w(ctx.inputs) || c.schedule.forward_first)
+      opt([](Candidate& n) { n.schedule.forward_first = !n.schedule.forward_first; });
     for (FOrder f : {FOrder::OldestFirst, FOrder::DeepestFirst, FOrder::ShallowestFirst})
       opt([f](Candidate& n) { n.schedule.f_order = f; });
     opt([](Candidate& n) {

@@ -166,6 +166,35 @@ TEST_CASE("a cap below one micro-batch is infeasible, not a hang", "[list][memor
   CHECK(list_schedule(unit_problem(2, 4, {0, 1}), o).infeasible.find("static memory") != std::string::npos);
 }
 
+TEST_CASE("forward-first keeps the busiest device fed where B-first leaves it idle", "[list]") {
+  // Stage 0 (F 3, fused BW 6) on device 1, stage 1 (F 1, BW 2) on device 0, three micro-batches,
+  // w = 0. Device 1 carries 3 x 9 = 27 ms of work, so no schedule is faster than 27 ms.
+  // Forward-first reaches it: dev1 F00 [0,3] F01 [3,6] F02 [6,9], then BW00 [9,15] BW01 [15,21]
+  // BW02 [21,27], their gradients long there (dev0: F10 [3,4] BW10 [4,6] F11 [6,7] BW11 [7,9]
+  // F12 [9,10] BW12 [10,12]).
+  ListScheduleProblem p = unit_problem(2, 3, {1, 0});
+  p.costs[0].f_ms = 3;
+  p.costs[0].b_ms = 6;
+  p.costs[1].f_ms = 1;
+  p.costs[1].b_ms = 2;
+  for (StageCost& c : p.costs) c.w_ms = 0;
+  ListScheduleOptions o;
+  o.split_bw = false;
+  o.forward_first = true;
+  const ListSchedule ff = list_schedule(p, o);
+  REQUIRE(ff.feasible());
+  CHECK(ff.makespan_ms == Approx(27.0));
+  const std::vector<Op> dev1 = ff.programs[1];
+  REQUIRE(dev1.size() == 6);
+  for (int i = 0; i < 3; ++i) CHECK(dev1[static_cast<std::size_t>(i)].kind == OpKind::F);
+  // B-first runs each BW as soon as its gradient is there: dev1 F00 [0,3] F01 [3,6] BW00 [6,12]
+  // BW01 [12,18] F02 [18,21]; dev0 F12 [21,22] BW12 [22,24]; dev1 waits, BW02 [24,30].
+  o.forward_first = false;
+  const ListSchedule bf = list_schedule(p, o);
+  REQUIRE(bf.feasible());
+  CHECK(bf.makespan_ms == Approx(30.0));
+}
+
 TEST_CASE("greedy admission can deadlock on memory, reserve cannot", "[list][memory]") {
   // V shape on 2 devices: stages 0 and 3 on device 0. Cap 200 on device 0 holds one micro-batch
   // (stages 0 and 3). Greedy admits mb 1 into stage 0 and then cannot run F of stage 3 for mb 0.

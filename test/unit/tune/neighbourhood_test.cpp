@@ -80,7 +80,7 @@ TEST_CASE("every neighbourhood is registered once", "[tune][moves]") {
   std::vector<std::string> names;
   for (const auto& n : neighbourhoods()) names.emplace_back(n->name());
   CHECK(names == std::vector<std::string>{"partition", "schedule", "recompute", "placement", "structure",
-                                          "layer", "reorder"});
+                                          "layer", "reorder", "slack"});
 }
 
 TEST_CASE("partition moves shift boundaries toward the idler device", "[tune][moves]") {
@@ -111,6 +111,13 @@ TEST_CASE("schedule moves change one scheduler option and keep the structure", "
   }
   CHECK(std::any_of(out.begin(), out.end(),
                     [&](const Candidate& c) { return c.schedule.split_bw != f.cur.c.schedule.split_bw; }));
+  // Forward-first only where no layer has W time (nothing else fills the bubbles there).
+  auto forward_first = [](const std::vector<Candidate>& v) {
+    return std::count_if(v.begin(), v.end(), [](const Candidate& c) { return c.schedule.forward_first; });
+  };
+  CHECK(forward_first(out) == 0);
+  for (LayerCost& l : f.in.costs.layers) l.w_ms = 0;
+  CHECK(forward_first(f.propose("schedule")) == 1);
   // Only the wide neighbourhood samples randomised priorities.
   auto jittered = [](const std::vector<Candidate>& v) {
     return std::count_if(v.begin(), v.end(), [](const Candidate& c) { return c.schedule.jitter > 0; });
@@ -237,6 +244,46 @@ TEST_CASE("reorder moves are explicit orders that move a critical op earlier", "
   std::vector<Candidate> none;
   SearchContext ctx = f.ctx();
   find("reorder").propose(optimal, true, ctx, none);
+  CHECK(none.empty());
+}
+
+TEST_CASE("slack moves re-schedule the whole order and beat the current plan", "[tune][moves]") {
+  // Six single-layer stages interleaved over the three devices, fused backward: the list schedule
+  // leaves slack that the re-scheduled order takes.
+  Fixture f;
+  f.cur.c.ends = {1, 2, 3, 4, 5, f.layers()};
+  f.cur.c.device = {0, 1, 2, 0, 1, 2};
+  f.cur.c.recompute.assign(6, 0);
+  f.cur.c.schedule.split_bw = false;
+  Simulator sim;
+  f.cur.e = f.ev.evaluate(f.cur.c, sim);
+  REQUIRE(f.cur.e.ok);
+  const std::vector<Candidate> out = f.propose("slack");
+  REQUIRE(out.size() == 1);
+  const Candidate& c = out.front();
+  REQUIRE(c.order);
+  CHECK(c.without_order() == f.cur.c.without_order());
+  CHECK(c.order_name == "slack-rescheduled");
+  Plan plan;
+  REQUIRE(f.ev.evaluate(f.cur.c, sim, &plan).ok);
+  for (int d = 0; d < 3; ++d) {
+    std::vector<Op> mine;
+    for (const Op& op : plan.programs[static_cast<std::size_t>(d)])
+      if (!is_comm(op.kind)) mine.push_back(op);
+    const std::vector<Op>& theirs = (*c.order)[static_cast<std::size_t>(d)];
+    CHECK(std::is_permutation(mine.begin(), mine.end(), theirs.begin(), theirs.end()));
+    CHECK(mine != theirs);
+  }
+  const Evaluation e = f.ev.evaluate(c, sim);
+  REQUIRE(e.ok);
+  CHECK(e.makespan_ms < f.cur.e.makespan_ms);
+  CHECK(e.makespan_ms >= e.structure_bound_ms - 1e-9);
+  // At its structure bound no order can be faster: nothing to propose.
+  Scored optimal = f.cur;
+  optimal.e.structure_bound_ms = optimal.e.makespan_ms;
+  std::vector<Candidate> none;
+  SearchContext ctx = f.ctx();
+  find("slack").propose(optimal, true, ctx, none);
   CHECK(none.empty());
 }
 

@@ -1,0 +1,53 @@
+// Slack moves: re-schedule the current plan's whole op order by slack (sched/slack_scheduler.hpp):
+// every device runs its critical ops first and fills the gaps with the ops that can wait, instead
+// of following the list scheduler's fixed priorities. One candidate (more passes when wide),
+// proposed only when its ideal-transfer makespan beats the current simulated one, and not when the
+// current plan already reaches its structure bound (no order can be faster) or the problem is too
+// large for a pass per round to be cheap.
+
+#include <memory>
+
+#include "sched/slack_scheduler.hpp"
+#include "sim/simulator.hpp"
+#include "tune/neighbourhood.hpp"
+
+namespace octo {
+namespace {
+
+/// Compute ops above which a round does not re-schedule (a pass is O(ops log ops), done serially
+/// while the round's candidates are proposed).
+constexpr long long kMaxOps = 20000;
+
+class SlackMoves final : public Neighbourhood {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "slack"; }
+
+  void propose(const Scored& cur, bool wide, SearchContext& ctx, std::vector<Candidate>& out) const override {
+    if (!cur.e.ok || cur.e.makespan_ms <= cur.e.structure_bound_ms * (1 + 1e-9)) return;
+    if (static_cast<long long>(cur.c.stages()) * ctx.microbatches() * 3 > kMaxOps) return;
+    Simulator sim;
+    Plan plan;
+    if (!ctx.evaluator.evaluate(cur.c, sim, &plan).ok) return;
+    Programs order(plan.programs.size());
+    for (std::size_t d = 0; d < plan.programs.size(); ++d)
+      for (const Op& op : plan.programs[d])
+        if (!is_comm(op.kind)) order[d].push_back(op);
+    const Plan skeleton = ctx.evaluator.skeleton(cur.c);
+    const ListScheduleProblem problem = ctx.evaluator.problem(cur.c, make_sim_input(skeleton, ctx.inputs));
+    SlackOptions options;
+    options.passes = wide ? 16 : 6;
+    ListSchedule s = slack_reschedule(problem, order, options);
+    if (!s.feasible() || !(s.makespan_ms < cur.e.makespan_ms * (1 - 1e-9))) return;
+    Candidate n = cur.c;
+    n.order = std::make_shared<Programs>(std::move(s.programs));
+    if (!n.order_name.ends_with("slack-rescheduled"))
+      n.order_name = n.order_name.empty() ? "slack-rescheduled" : n.order_name + ", slack-rescheduled";
+    out.push_back(std::move(n));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Neighbourhood> slack_moves() { return std::make_unique<SlackMoves>(); }
+
+}  // namespace octo
