@@ -8,11 +8,15 @@
 
 #include "core/error.hpp"
 #include "sim/packing.hpp"
+#include "sim/window_assignment.hpp"
 
 namespace octo {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+/// Layers placed explicitly by the window_assignment term (the rest are fractional): the LM head,
+/// the embedding and one more cover the heavy-layer profiles; 5 placements into identical devices.
+constexpr int kHeavyLayers = 3;
 
 LowerBound finish(std::vector<BoundTerm> terms, int devices) {
   LowerBound b;
@@ -99,52 +103,67 @@ double packing_bound(const std::vector<double>& items, std::vector<double> offse
 /// front of it and must leave the chain behind it: F of layer l after Σ f of the layers before it
 /// and before the rest of the forward, the whole backward and W of layer 0; B of l after the whole
 /// forward and the B of the layers after it, and before the B of the layers before it and W of
-/// layer 0; W of l after its B. A device's work released at or after r with a tail of at least q
-/// runs within [r, T − q], and a layer's portions are on one device, so for every threshold the
-/// layers' qualifying work packs into k bins of T − r − q. Thresholds: every job's release, every
-/// job's tail, every job's own (release, tail), and per layer (release of its F, tail of its B).
-double layer_windows(const Layers& L, double m, int k, double lo) {
-  struct Job {
-    double r, p, q;
-  };
+/// layer 0; W of l after its B. Three jobs per layer: F, B, W.
+std::vector<WindowJob> layer_jobs(const Layers& L, double m) {
   const auto n = static_cast<std::size_t>(L.n);
   const double f_all = L.f_before.back(), b_all = L.b_before.back();
-  std::vector<Job> jobs;  // 3 per layer: F, B, W
+  std::vector<WindowJob> jobs;
   for (std::size_t l = 0; l < n; ++l) {
-    jobs.push_back({L.f_before[l], m * L.f[l], f_all - L.f_before[l + 1] + b_all + L.w[0]});
-    jobs.push_back({f_all + L.b_from[l + 1], m * L.b[l], L.b_before[l] + L.w[0]});
-    jobs.push_back({f_all + L.b_from[l], m * L.w[l], 0.0});
+    const int layer = static_cast<int>(l);
+    jobs.push_back({L.f_before[l], m * L.f[l], f_all - L.f_before[l + 1] + b_all + L.w[0], layer});
+    jobs.push_back({f_all + L.b_from[l + 1], m * L.b[l], L.b_before[l] + L.w[0], layer});
+    jobs.push_back({f_all + L.b_from[l], m * L.w[l], 0.0, layer});
   }
-  std::vector<std::pair<double, double>> cuts;  // (r, q)
-  double total = 0, r_max = 0, q_max = 0;
-  for (const Job& j : jobs) {
-    cuts.emplace_back(j.r, 0.0);
-    cuts.emplace_back(0.0, j.q);
-    cuts.emplace_back(j.r, j.q);
-    total += j.p;
-    r_max = std::max(r_max, j.r);
-    q_max = std::max(q_max, j.q);
+  return jobs;
+}
+
+/// The windows (r, q) worth checking: every job's release, every job's tail, every job's own
+/// (release, tail), and per layer (release of its F, tail of its B).
+std::vector<Window> layer_cuts(const std::vector<WindowJob>& jobs) {
+  std::vector<std::pair<double, double>> cuts;
+  for (const WindowJob& j : jobs) {
+    cuts.emplace_back(j.release, 0.0);
+    cuts.emplace_back(0.0, j.tail);
+    cuts.emplace_back(j.release, j.tail);
   }
-  for (std::size_t l = 0; l < n; ++l) cuts.emplace_back(jobs[3 * l].r, jobs[3 * l + 1].q);  // F and B of l
+  for (std::size_t x = 0; x + 1 < jobs.size(); x += 3) cuts.emplace_back(jobs[x].release, jobs[x + 1].tail);
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<Window> windows;
+  windows.reserve(cuts.size());
+  for (const auto& [r, q] : cuts) windows.push_back({r, q, 0.0});
+  return windows;
+}
+
+/// A device's jobs released at or after r with a tail of at least q run within [r, T − q], and a
+/// layer's jobs are on one device, so for every window the layers' work inside it packs into k bins
+/// of T − r − q (each window on its own; window_assignment_bound asks for one assignment for all).
+double layer_windows(const std::vector<WindowJob>& jobs, const std::vector<Window>& cuts, int n, int k,
+                     double lo) {
+  const auto N = static_cast<std::size_t>(n);
+  double total = 0, r_max = 0, q_max = 0;
+  for (const WindowJob& j : jobs) {
+    total += j.work;
+    r_max = std::max(r_max, j.release);
+    q_max = std::max(q_max, j.tail);
+  }
   // Every threshold's volume and largest item give a bound directly; the packing search runs for
   // the 16 thresholds with the largest of those bounds, the most binding first.
-  std::vector<double> items(n), caps(static_cast<std::size_t>(k));
-  auto fill = [&](double r, double q) {
+  std::vector<double> items(N), caps(static_cast<std::size_t>(k));
+  auto fill = [&](const Window& w) {
+    std::fill(items.begin(), items.end(), 0.0);
+    for (const WindowJob& j : jobs)
+      if (j.release >= w.release && j.tail >= w.tail) items[static_cast<std::size_t>(j.layer)] += j.work;
     double volume = 0, largest = 0;
-    for (std::size_t l = 0; l < n; ++l) {
-      items[l] = 0;
-      for (std::size_t x = 3 * l; x < 3 * l + 3; ++x)
-        if (jobs[x].r >= r && jobs[x].q >= q) items[l] += jobs[x].p;
-      volume += items[l];
-      largest = std::max(largest, items[l]);
+    for (double x : items) {
+      volume += x;
+      largest = std::max(largest, x);
     }
-    return r + q + std::max(volume / k, largest);
+    return w.release + w.tail + std::max(volume / k, largest);
   };
   std::vector<std::pair<double, std::size_t>> order;
   for (std::size_t c = 0; c < cuts.size(); ++c) {
-    const double direct = fill(cuts[c].first, cuts[c].second);
+    const double direct = fill(cuts[c]);
     lo = std::max(lo, direct);
     order.emplace_back(-direct, c);
   }
@@ -152,9 +171,9 @@ double layer_windows(const Layers& L, double m, int k, double lo) {
   if (order.size() > 16) order.resize(16);
   auto infeasible = [&](double t) {
     for (const auto& [neg, c] : order) {
-      const auto [r, q] = cuts[c];
-      fill(r, q);
-      std::fill(caps.begin(), caps.end(), t - r - q);
+      const Window& w = cuts[c];
+      fill(w);
+      std::fill(caps.begin(), caps.end(), t - w.release - w.tail);
       if (pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), 2000) == Packing::Infeasible)
         return true;
     }
@@ -203,15 +222,40 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     bw[l] = m * (L.b[l] + L.w[l]);
     total += L.f[l] + L.b[l] + L.w[l];
   }
-  // Device d's first layer a > 0: its first op waits for the forward of layers < a, one op
-  // overhead and one transfer into d; after its last backward, the backward of layers < a, one op,
-  // one transfer and the weight gradient of layer 0 still follow.
-  auto head = [&](int a) {
-    return L.f_before[static_cast<std::size_t>(a)] + o + L.cross[static_cast<std::size_t>(a) - 1];
+  // Device rank j (by first layer) has its first layer a >= j, and the j devices ranked below it
+  // hold every layer < a, each at least one: the forward of layers < a runs through >= j stages
+  // (j op overheads) and changes device >= j times, once at the boundary into a and >= j − 1
+  // times at the boundaries below it (the j − 1 cheapest of x_0 … x_{a−2}). Nothing runs on the
+  // device before that chain; after its last backward the same chain runs backward, then W of
+  // layer 0.
+  const auto N = static_cast<std::size_t>(n);
+  // below[a][c]: Σ of the c cheapest of x_0 … x_{a−2} (boundaries strictly below a − 1).
+  std::vector<std::vector<double>> below(N + 1);
+  for (std::size_t a = 1; a <= N; ++a) {
+    std::vector<double> xs(L.cross.begin(), L.cross.begin() + static_cast<std::ptrdiff_t>(a - 1));
+    std::sort(xs.begin(), xs.end());
+    below[a].assign(xs.size() + 1, 0.0);
+    for (std::size_t c = 0; c < xs.size(); ++c) below[a][c + 1] = below[a][c] + xs[c];
+  }
+  auto chain = [&](int a, int j) {
+    const auto A = static_cast<std::size_t>(a);
+    return j * o + L.cross[A - 1] + below[A][static_cast<std::size_t>(j) - 1];
   };
-  auto tail = [&](int a) {
-    return L.b_before[static_cast<std::size_t>(a)] + L.w[0] + o + L.cross[static_cast<std::size_t>(a) - 1];
-  };
+  auto head = [&](int a, int j) { return L.f_before[static_cast<std::size_t>(a)] + chain(a, j); };
+  auto tail = [&](int a, int j) { return L.b_before[static_cast<std::size_t>(a)] + L.w[0] + chain(a, j); };
+
+  const std::vector<WindowJob> jobs = layer_jobs(L, m);
+  const std::vector<Window> cuts = layer_cuts(jobs);
+  double window_hi = 0;  // one device runs everything after the largest release, before the largest tail
+  {
+    double r_max = 0, q_max = 0;
+    for (const WindowJob& j : jobs) {
+      window_hi += j.work;
+      r_max = std::max(r_max, j.release);
+      q_max = std::max(q_max, j.tail);
+    }
+    window_hi += r_max + q_max + m * 2 * o;
+  }
 
   LowerBound best;
   best.ms = kInf;
@@ -231,8 +275,8 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     for (int j = 1; j < k; ++j) {
       double h = kInf, hc = kInf;
       for (int a = j; a <= n - k + j; ++a) {
-        h = std::min(h, head(a));
-        hc = std::min(hc, head(a) + tail(a));
+        h = std::min(h, head(a, j));
+        hc = std::min(hc, head(a, j) + tail(a, j));
       }
       warm[static_cast<std::size_t>(j)] += h;
       warm_cool[static_cast<std::size_t>(j)] += hc;
@@ -251,7 +295,15 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     terms.push_back({"warm_up", packing_bound(all, warm)});
     terms.push_back({"warm_up_cool_down", packing_bound(fb, warm_cool)});
     terms.push_back({"first_backward", packing_bound(bw, first_backward)});
-    terms.push_back({"layer_windows", layer_windows(L, m, k, work)});
+    const double windows = layer_windows(jobs, cuts, n, k, work);
+    terms.push_back({"layer_windows", windows});
+    // The same windows with one assignment of layers to devices for all of them (the heaviest
+    // layers placed explicitly, the rest fractional); the whole-iteration window also holds the
+    // 2m op overheads of every used device.
+    std::vector<Window> joint = cuts;
+    joint.push_back({0.0, 0.0, m * 2 * o});
+    terms.push_back({"window_assignment", window_assignment_bound(jobs, n, joint, k, kHeavyLayers, windows,
+                                                                  std::max(windows, window_hi) + 1e-9)});
     LowerBound lb = finish(std::move(terms), k);
     if (lb.ms < best.ms) best = std::move(lb);
   }
