@@ -16,6 +16,8 @@
 #include "cost/profile_io.hpp"
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
+#include "tune/baselines.hpp"
+#include "tune/memory_policy.hpp"
 
 namespace octo {
 namespace {
@@ -159,9 +161,9 @@ double quick_bound(const SimInput& layers, int microbatches) {
 }
 
 /// The rows to tune, in the search's order: splits (TP, PP, DP, EP, ZeRO) by their best bound
-/// over the micro-batch sizes (ties: enumeration order), each split's rows by ascending micro-batch
-/// size. Every row starts with its quick bound and gets the full any-plan bound when the order
-/// needs it (a split is placed only once its best bound is a full one and no quick bound of its
+/// over the micro-batch sizes (ties: less static memory first, then enumeration order), each split's rows by
+/// ascending micro-batch size. Every row starts with its quick bound and gets the full any-plan bound when
+/// the order needs it (a split is placed only once its best bound is a full one and no quick bound of its
 /// rows is lower) or the caller asks (make_full): the order is the one the full bounds of all
 /// rows give, at a fraction of their cost.
 class BoundOrder {
@@ -193,7 +195,10 @@ class BoundOrder {
       for (Split& s : splits_) {
         if (s.placed) continue;
         const double k = key(s);
-        if (!best || k < best_key) {
+        // Equal bounds (ZeRO 0 and 1 share theirs): the split with less static memory first, it
+        // is the likelier to fit.
+        if (!best || k < best_key ||
+            (k == best_key && rows_[s.rows.front()].static_bytes < rows_[best->rows.front()].static_bytes)) {
           best = &s;
           best_key = k;
         }
@@ -279,6 +284,8 @@ std::string_view to_string(FactorizationStatus status) {
       return "pruned: bound >= best";
     case FactorizationStatus::NotTuned:
       return "not tuned (bound rank)";
+    case FactorizationStatus::SkippedForMemory:
+      return "skipped for memory";
     case FactorizationStatus::Failed:
       return "refused";
   }
@@ -427,34 +434,53 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
   // A factorization with a low bound may still not fit once activations are counted: tuning goes
   // on past max_tuned (up to twice as many) until one fits.
   const int hard_cap = 2 * max_tuned;
-  for (std::size_t i = order.next(); i != BoundOrder::kEnd; i = order.next()) {
+  // Rows that did not fit (tuned, or with no fitting baseline): a row of the same TP and PP with at
+  // most their EP and ZeRO and at least their micro-batch size holds at least their static memory
+  // and activations, so it is not tried either.
+  std::vector<std::size_t> no_fit;
+  const auto dominated = [&](const Factorization& f) {
+    return std::any_of(no_fit.begin(), no_fit.end(), [&](std::size_t j) {
+      const Factorization& o = result.rows[j].f;
+      return o.tp == f.tp && o.pp == f.pp && o.ep >= f.ep && o.zero >= f.zero &&
+             o.micro_batch <= f.micro_batch;
+    });
+  };
+  std::vector<std::size_t> deferred;
+  enum class Next { Go, Stop };
+  // Tunes row i unless a limit, the bound or memory rules it out; `probe`: first check that some
+  // baseline fits (tune/baselines.hpp, milliseconds), else defer the row.
+  const auto consider = [&](std::size_t i, bool probe) {
     FactorizationRow& row = result.rows[i];
-    if (row.status == FactorizationStatus::Failed) continue;
+    if (row.status == FactorizationStatus::Failed) return Next::Go;
     const double left_s = options.tune.wall_cap_s - seconds_since(started);
     if (tuned >= hard_cap || (tuned >= max_tuned && result.winner >= 0) ||
-        (options.tune.wall_cap_s > 0 && left_s <= 0))
-      break;  // the rows not reached stay "not tuned", with the bound they had
+        (options.tune.wall_cap_s > 0 && left_s <= 0) || (options.tune.stop && options.tune.stop->load()))
+      return Next::Stop;  // the rows not reached stay "not tuned", with the bound they had
     // A quick bound already at the best cannot win; below it, the full bound decides.
-    if (row.lower_bound_ms < best_ms) order.make_full(i);
-    if (row.status == FactorizationStatus::Failed) continue;
+    if (row.lower_bound_ms < best_ms && std::isfinite(best_ms)) order.make_full(i);
+    if (row.status == FactorizationStatus::Failed) return Next::Go;
     if (row.lower_bound_ms >= best_ms) {
       row.status = FactorizationStatus::PrunedByBound;
-      continue;
+      return Next::Go;
     }
-    // The same split with no larger micro-batches did not fit: larger ones hold more activations.
-    const bool smaller_failed =
-        std::any_of(result.rows.begin(), result.rows.end(), [&](const FactorizationRow& o) {
-          return o.status == FactorizationStatus::Tuned && !o.fits && o.f.tp == row.f.tp &&
-                 o.f.pp == row.f.pp && o.f.dp == row.f.dp && o.f.ep == row.f.ep && o.f.zero == row.f.zero &&
-                 o.f.micro_batch <= row.f.micro_batch;
-        });
-    if (smaller_failed) {
-      row.status = FactorizationStatus::NotTuned;
-      row.note = "a smaller micro-batch of this split did not fit";
-      continue;
+    if (dominated(row.f)) {
+      row.status = FactorizationStatus::SkippedForMemory;
+      row.note = "a split with at most its memory did not fit";
+      return Next::Go;
     }
-    if (options.tune.stop && options.tune.stop->load()) break;
+    if (probe) {
+      const BaselineField field = run_baseline_field(inputs[i], static_memory_can_fit(inputs[i]));
+      if (field.best < 0) {
+        row.status = FactorizationStatus::SkippedForMemory;
+        row.note = "no baseline fits (tuned only if nothing else fits)";
+        no_fit.push_back(i);
+        deferred.push_back(i);
+        return Next::Go;
+      }
+    }
     ++tuned;
+    row.status = FactorizationStatus::NotTuned;
+    row.note.clear();
     const std::string label = describe(row.f);
     if (options.tune.progress)
       topts.progress = [&, label](const TuneProgress& p) {
@@ -474,6 +500,7 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
       row.dp_share = shares.dp;
       row.ep_share = shares.ep;
       row.tp_share = shares.tp;
+      if (!row.fits) no_fit.push_back(i);
       if (row.fits && row.iteration_ms < best_ms) {
         best_ms = row.iteration_ms;
         result.winner = static_cast<int>(i);
@@ -484,6 +511,16 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
       row.status = FactorizationStatus::Failed;
       row.note = e.what();
     }
+    return Next::Go;
+  };
+  for (std::size_t i = order.next(); i != BoundOrder::kEnd; i = order.next())
+    if (consider(i, true) == Next::Stop) break;
+  // Nothing with a fitting baseline fitted: the deferred rows, in the same order (the tuner's
+  // memory-aware search may still fit one).
+  if (result.winner < 0) {
+    std::erase_if(no_fit, [&](std::size_t j) { return result.rows[j].status != FactorizationStatus::Tuned; });
+    for (std::size_t i : deferred)
+      if (consider(i, false) == Next::Stop) break;
   }
   if (result.winner < 0) result.no_fit = no_fit_message(base, limit);
   return result;

@@ -54,7 +54,10 @@ enum class FactorizationStatus {
   TooBig,         ///< static memory alone exceeds the device: cannot fit
   PrunedByBound,  ///< its lower bound is not below the best fitting plan found
   NotTuned,       ///< beyond max_tuned in bound order
-  Failed,         ///< the planner refused it (the reason is in `note`)
+  /// Not tuned for memory: no baseline fits (tuned only if nothing else fits), or a split of the
+  /// same TP and PP with at most its static memory and activations did not fit (`note` says which).
+  SkippedForMemory,
+  Failed,  ///< the planner refused it (the reason is in `note`)
 };
 
 [[nodiscard]] std::string_view to_string(FactorizationStatus status);

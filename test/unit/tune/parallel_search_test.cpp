@@ -235,3 +235,22 @@ TEST_CASE("the search's tunes end on their work budget, not on the wall clock") 
   const ParallelSearchResult b = search_parallel(in, o);
   CHECK(format_factorizations(a) == format_factorizations(b));
 }
+
+TEST_CASE("Nemotron-3-Super fits 80 GiB on h100-16x8: splits whose baselines cannot fit wait") {
+  // 120.7 B parameters x 18 B = 2023 GiB fits 128 x 80 GiB, but the lowest bounds belong to PP 1
+  // and 2, whose whole-model stages cannot hold 8192-token activations: tuned first they used up
+  // the tuning cap ("no tuned split fits"); now they wait behind the splits with a fitting baseline.
+  const PlannerInputs in = zoo("nemotron-3-super", "h100-16x8");
+  const ParallelSearchResult r = search_parallel(in, quick(1, 10));
+  REQUIRE(r.winner >= 0);
+  CHECK(r.best.plan.predicted->fits_memory);
+  const Factorization& f = r.rows[static_cast<std::size_t>(r.winner)].f;
+  CHECK(f.tp * f.pp * f.dp == 128);
+  int skipped = 0;
+  for (const FactorizationRow& row : r.rows) {
+    if (row.status != FactorizationStatus::SkippedForMemory) continue;
+    ++skipped;
+    CHECK(row.f.pp <= f.pp);  // those skipped hold at least the winner's layers per device
+  }
+  CHECK(skipped > 0);
+}
