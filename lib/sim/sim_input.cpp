@@ -17,6 +17,14 @@ std::int64_t seq_of(const Plan& plan, const ModelSpec& model) {
 /// The first world rank of pipeline device d (Megatron order, plan/rank_layout.hpp).
 int first_rank(int d, int tp, int dp) { return d * tp * dp; }
 
+/// True when the `size` ranks `stride` apart from `first` share one NVLink domain (the group's
+/// rings never touch a NIC).
+bool spans_one_domain(const ClusterSpec& cluster, int first, int stride, int size) {
+  if (size <= 1) return true;
+  const std::int64_t domain = cluster.nvlink_domain_size();
+  return first / domain == (first + static_cast<std::int64_t>(stride) * (size - 1)) / domain;
+}
+
 /// Routed-expert parameters per rank (divided by E·T) and, when the costs do not already contain
 /// them (measured at EP 1 or estimated), the EP dispatch and combine all-to-alls of every MoE
 /// layer: in F and in R (re-running the forward) dispatch + combine, in B their two gradients.
@@ -48,6 +56,7 @@ void add_experts(SimInput& in, const Plan& plan, const ModelSpec& model, const C
       const double one = us_to_ms(link.latency_us) + bytes / gbs_to_bytes_per_ms(link.bandwidth_gbs);
       c.ep_f_ms += 2 * one;
       c.ep_b_ms += 2 * one;
+      c.ep_on_nic = !spans_one_domain(cluster, first_rank(st.device, tp, dp), tp, ep);
     }
     c.f_ms += c.ep_f_ms;
     c.r_ms += c.ep_f_ms;
@@ -69,6 +78,10 @@ void add_data_parallel_tail(SimInput& in, const Plan& plan, const ModelSpec& mod
   in.grad_sync_ms.assign(S, 0.0);
   if (zero) in.param_gather_ms.assign(S, 0.0);
   in.optimizer_ms.assign(static_cast<std::size_t>(plan.devices), 0.0);
+  in.grad_sync_on_nic.assign(S, 0);
+  in.nic_domain.resize(static_cast<std::size_t>(plan.devices));
+  for (int d = 0; d < plan.devices; ++d)
+    in.nic_domain[static_cast<std::size_t>(d)] = first_rank(d, tp, dp) / cluster.nvlink_domain_size();
   const double step_bytes = optimizer_step_bytes(model.training.dtype);
   for (std::size_t s = 0; s < S; ++s) {
     const int d = plan.stages[s].device;
@@ -82,6 +95,11 @@ void add_data_parallel_tail(SimInput& in, const Plan& plan, const ModelSpec& mod
     };
     const int phases = zero ? 1 : 2;  // reduce-scatter, or all-reduce = reduce-scatter + all-gather
     in.grad_sync_ms[s] = ring(4 * dense, dp, data, phases) + ring(4 * expert, dp / ep, expert_data, phases);
+    // The executor interleaves the dense and the expert rings layer by layer on one stream, so a
+    // reduction with any ring over the NIC waits whenever the NIC is taken.
+    const bool dense_nic = dense > 0 && !spans_one_domain(cluster, first_rank(d, tp, dp), tp, dp);
+    const bool expert_nic = expert > 0 && !spans_one_domain(cluster, first_rank(d, tp, dp), tp * ep, dp / ep);
+    in.grad_sync_on_nic[s] = dense_nic || expert_nic ? 1 : 0;
     if (zero)
       in.param_gather_ms[s] = ring(w * dense, dp, data, 1) + ring(w * expert, dp / ep, expert_data, 1);
     const double updated = dense / optimizer_shards(plan.zero, dp, ep, false) +

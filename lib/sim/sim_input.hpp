@@ -32,6 +32,9 @@ struct StageCost {
   /// included in f_ms / r_ms (ep_f_ms) and b_ms (ep_b_ms); 0 at EP 1 or with costs measured at EP.
   double ep_f_ms = 0;
   double ep_b_ms = 0;
+  /// The expert group of the stage's device leaves its NVLink domain: the all-to-alls above run
+  /// over the device's inter-node NIC (SimInput::nic_domain).
+  bool ep_on_nic = false;
 
   /// The sizes the memory rules (plan/semantics.hpp) work on.
   [[nodiscard]] ActivationSizes activations() const { return {act_bytes, wgrad_bytes, in_bytes}; }
@@ -55,6 +58,15 @@ struct SimInput {
   std::vector<double> grad_sync_ms;
   std::vector<double> param_gather_ms;
   std::vector<double> optimizer_ms;
+
+  /// Shared NICs (lib/plan/CONTRACTS.md "Around the pipeline"); both empty: nothing shares one.
+  /// nic_domain[d]: the NVLink domain of pipeline device d's first rank; a SEND/RECV between
+  /// devices of different domains runs over the inter-node NIC of each rank at both ends.
+  std::vector<std::int32_t> nic_domain;
+  /// Per stage: its gradient reduction (and ZeRO-1 all-gather) has a ring that leaves the NVLink
+  /// domain, so it runs over the NICs of the device's ranks and yields them to the pipeline's
+  /// transfers and to the EP all-to-alls (StageCost::ep_on_nic) of the same device.
+  std::vector<std::uint8_t> grad_sync_on_nic;
 
   [[nodiscard]] double bandwidth(int from, int to) const {
     return link_bandwidth[static_cast<std::size_t>(from) * devices + to];

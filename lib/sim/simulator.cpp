@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
@@ -132,6 +133,15 @@ struct Simulator::Run {
       if (d < 0 || d >= D) malformed(fmt::format("stage {} on device {} (expected 0..{})", s, d, D - 1));
     }
     if (!time_ok(in.op_overhead_ms)) fail("simulator input: op_overhead_ms must be finite and >= 0");
+    const auto sized = [](const auto& v, int n, const char* what, const char* per) {
+      if (!v.empty() && static_cast<int>(v.size()) != n)
+        fail("simulator input: {} has {} entries (expected {}, one per {})", what, v.size(), n, per);
+    };
+    sized(in.grad_sync_ms, S, "grad_sync_ms", "stage");
+    sized(in.param_gather_ms, S, "param_gather_ms", "stage");
+    sized(in.grad_sync_on_nic, S, "grad_sync_on_nic", "stage");
+    sized(in.optimizer_ms, D, "optimizer_ms", "device");
+    sized(in.nic_domain, D, "nic_domain", "device");
     for (double lat : in.link_latency_ms)
       if (!time_ok(lat)) fail("simulator input: link latencies must be finite and >= 0");
   }
@@ -490,15 +500,72 @@ struct Simulator::Run {
     }
   }
 
+  /// Where device d's NIC stands for its DP tail: the next of d's ops that may take the NIC,
+  /// a SEND/RECV to another NVLink domain (`comm`) and a compute op with all-to-alls over the NIC
+  /// (`compute`). Both only move forward: the tail asks about ever later times, and each stream's
+  /// ops run in list order.
+  struct NicCursor {
+    std::int32_t comm = 0, compute = 0, end = 0;
+  };
+
+  [[nodiscard]] bool takes_nic_comm(int d, std::int32_t id) const {
+    const Op& op = op_at(d, id);
+    if (!is_comm(op.kind) || !(st.node[static_cast<std::size_t>(id)].dur > 0)) return false;
+    return in.nic_domain[static_cast<std::size_t>(d)] != in.nic_domain[static_cast<std::size_t>(op.peer)];
+  }
+  /// The EP all-to-all share of compute op `id` on the NIC, 0 when it has none there.
+  [[nodiscard]] double nic_ep_share(int d, std::int32_t id) const {
+    const Op& op = op_at(d, id);
+    if (is_comm(op.kind) || !in.stages[static_cast<std::size_t>(op.stage)].ep_on_nic) return 0;
+    const double dur = st.node[static_cast<std::size_t>(id)].dur;
+    return dur > 0 ? std::min(op_ep_ms(op) / dur, 1.0) : 0;
+  }
+
+  /// When a collective of `work` ms that needs the NIC, started at `t`, ends: it stands still
+  /// while a pipeline transfer holds the NIC (those keep the rate the simulation gave them) and
+  /// runs at 1 − the all-to-all share while a compute op with all-to-alls over the NIC runs (their
+  /// bursts are spread over the op). With nothing in its way it ends at exactly t + work.
+  double finish_on_nic(NicCursor& c, int d, double t, double work) {
+    const Node* const nodes = st.node.data();
+    const auto start = [&](std::int32_t id) { return nodes[id].end - nodes[id].dur; };
+    constexpr double kNever = std::numeric_limits<double>::infinity();
+    while (work > 0) {
+      while (c.comm < c.end && (nodes[c.comm].end <= t || !takes_nic_comm(d, c.comm))) ++c.comm;
+      while (c.compute < c.end && (nodes[c.compute].end <= t || nic_ep_share(d, c.compute) <= 0)) ++c.compute;
+      if (c.comm < c.end && start(c.comm) <= t) {  // a transfer holds the NIC: wait for its end
+        t = nodes[c.comm].end;
+        continue;
+      }
+      double next = c.comm < c.end ? start(c.comm) : kNever;
+      double rate = 1;
+      if (c.compute < c.end) {
+        if (start(c.compute) <= t) {
+          rate = 1 - nic_ep_share(d, c.compute);
+          next = std::min(next, nodes[c.compute].end);
+        } else {
+          next = std::min(next, start(c.compute));
+        }
+      }
+      if (rate > 0) {
+        if (work <= (next - t) * rate) return t + work / rate;
+        work -= (next - t) * rate;
+      }
+      t = next;
+    }
+    return t;
+  }
+
   /// The DP tail after the op lists (lib/plan/CONTRACTS.md "Around the pipeline"): on each
   /// device's DP stream, the gradient reduction of each of its stages starts when the stage's last
   /// backward op (B, W or BW of any micro-batch) has ended and the stream is free, in the order the
   /// stages become ready, overlapping the backward work still running; the optimizer step starts
   /// once the device's compute stream and its reductions are done; at ZeRO 1 the parameter
-  /// all-gathers follow it. Extends the makespan and adds the step to the device's busy time.
+  /// all-gathers follow it. A collective over the NIC yields it to the pipeline's transfers and
+  /// all-to-alls (finish_on_nic). Extends the makespan and adds the step to the device's busy time.
   void data_parallel_tail() {
     auto& s = st;
     SimResult& r = s.result;
+    const bool nic_known = static_cast<int>(in.nic_domain.size()) == D;
     for (int d = 0; d < D; ++d) {
       s.ready.clear();
       for (int stage = 0; stage < S; ++stage) {
@@ -515,11 +582,22 @@ struct Simulator::Run {
       DeviceMetrics& dm = r.devices[static_cast<std::size_t>(d)];
       std::vector<TailOp>* trace = r.tail.empty() ? nullptr : &r.tail[static_cast<std::size_t>(d)];
       if (trace) trace->clear();
+      const std::int32_t first = s.offset[static_cast<std::size_t>(d)];
+      NicCursor nic{first, first, nic_known ? s.offset[static_cast<std::size_t>(d) + 1] : first};
+      // One collective on the DP stream from `start`: its end, the NIC's waits counted.
+      const auto collective = [&](int stage, double start, double dur) {
+        const bool on_nic =
+            !in.grad_sync_on_nic.empty() && in.grad_sync_on_nic[static_cast<std::size_t>(stage)];
+        if (!on_nic) return start + dur;
+        const double end = finish_on_nic(nic, d, start, dur);
+        dm.dp_nic_wait_ms += (end - start) - dur;
+        return end;
+      };
       double t = 0;
       for (const auto& [ready, stage] : s.ready) {
         const double dur = in.grad_sync_ms[static_cast<std::size_t>(stage)];
         const double start = std::max(t, ready);
-        t = start + dur;
+        t = collective(stage, start, dur);
         dm.dp_comm_ms += dur;
         if (trace) trace->push_back({TailOp::Kind::GradSync, stage, {start, t}});
       }
@@ -533,8 +611,9 @@ struct Simulator::Run {
       if (!in.param_gather_ms.empty()) {
         for (const auto& entry : s.ready) {
           const double dur = in.param_gather_ms[static_cast<std::size_t>(entry.second)];
-          if (trace) trace->push_back({TailOp::Kind::ParamGather, entry.second, {t, t + dur}});
-          t += dur;
+          const double from = t;
+          t = collective(entry.second, from, dur);
+          if (trace) trace->push_back({TailOp::Kind::ParamGather, entry.second, {from, t}});
           dm.dp_comm_ms += dur;
         }
       }

@@ -55,6 +55,10 @@ struct DeviceMetrics {
   /// device's DP stream, and its optimizer step (on the compute stream, counted in busy_ms).
   double dp_comm_ms = 0;
   double optimizer_ms = 0;
+  /// How much longer the DP tail's collectives took than dp_comm_ms because the device's NIC was
+  /// taken by a pipeline transfer or an EP all-to-all (SimInput::grad_sync_on_nic); 0 when nothing
+  /// shares the NIC.
+  double dp_nic_wait_ms = 0;
   double ep_comm_ms = 0;  ///< Σ EP all-to-all time inside the device's compute ops
 };
 

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -13,6 +16,8 @@
 #include "cost/profile_io.hpp"
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
+#include "tune/baselines.hpp"
+#include "tune/memory_policy.hpp"
 
 namespace octo {
 namespace {
@@ -48,6 +53,13 @@ double analytic_static_bytes(const ModelSpec& model, const Factorization& f) {
                        expert / (static_cast<double>(f.ep) * f.tp) *
                            param_state_bytes(dtype, optimizer_shards(f.zero, f.dp, f.ep, true));
   return bytes / f.pp;
+}
+
+/// A tune's wall-clock cap that never binds (a billion seconds).
+constexpr double kNoWallCap = 1e9;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 double device_memory_bytes(const ClusterSpec& cluster) { return cluster.device(0).memory_gib * kGiB; }
@@ -118,6 +130,143 @@ double max_tp_ms(const PlannerInputs& inputs, const Plan& plan) {
   return best;
 }
 
+/// The per-layer simulator input of a factorization (sim/lower_bound.hpp layer_plan) that the
+/// bounds read.
+SimInput layer_input(const PlannerInputs& inputs, const Factorization& f) {
+  Plan skeleton;
+  skeleton.devices = f.pp;
+  skeleton.tp = f.tp;
+  skeleton.dp = f.dp;
+  skeleton.ep = f.ep;
+  skeleton.zero = f.zero;
+  skeleton.micro_batch = f.micro_batch;
+  skeleton.microbatches = f.microbatches;
+  skeleton.seq = inputs.model.seq_len;
+  skeleton.stages = {Stage{0, static_cast<std::int32_t>(inputs.model.layers.size()), 0, false}};
+  return make_sim_input(layer_plan(skeleton), inputs);
+}
+
+/// A lower bound on any plan that costs one pass over the layers: all F, B and W work of the
+/// iteration spread over the P devices, and the forward-then-backward chain of one micro-batch
+/// through every layer (two terms of the any-plan bound, here without op overheads and
+/// transfers, so never above it). The full bound packs layers for every used-device count and
+/// takes seconds at PP 64; the search computes it only where the order or a pruning needs it.
+double quick_bound(const SimInput& layers, int microbatches) {
+  double work = 0, path = 0;
+  for (const StageCost& c : layers.stages) {
+    work += c.f_ms + c.b_ms + c.w_ms;
+    path += c.f_ms + c.b_ms;
+  }
+  return std::max(work * microbatches / std::max(layers.devices, 1), path);
+}
+
+/// The rows to tune, in the search's order: splits (TP, PP, DP, EP, ZeRO) by their best bound
+/// over the micro-batch sizes (ties: less static memory first, then enumeration order), each split's rows by
+/// ascending micro-batch size. Every row starts with its quick bound and gets the full any-plan bound when
+/// the order needs it (a split is placed only once its best bound is a full one and no quick bound of its
+/// rows is lower) or the caller asks (make_full): the order is the one the full bounds of all
+/// rows give, at a fraction of their cost.
+class BoundOrder {
+ public:
+  static constexpr std::size_t kEnd = std::numeric_limits<std::size_t>::max();
+
+  BoundOrder(std::vector<FactorizationRow>& rows, const std::vector<PlannerInputs>& inputs,
+             const std::vector<std::size_t>& candidates)
+      : rows_(rows), inputs_(inputs) {
+    for (std::size_t i : candidates) {
+      const Factorization& f = rows[i].f;
+      const std::array<int, 5> split{f.tp, f.pp, f.dp, f.ep, f.zero};
+      if (splits_.empty() || splits_.back().key != split) splits_.push_back({split, {}, false});
+      splits_.back().rows.push_back(i);
+      // The any-plan bound reads neither memory nor the DP tail (sim/lower_bound.hpp), so ZeRO 0
+      // and 1 share it; it is taken from the ZeRO-1 row, which needs less memory, in case a
+      // memory term is ever added.
+      std::size_t& source = source_[shape_of(f)];
+      if (source == 0 || f.zero > rows[source - 1].f.zero) source = i + 1;
+    }
+  }
+
+  /// The next row, or kEnd.
+  std::size_t next() {
+    if (pos_ < queue_.size()) return queue_[pos_++];
+    while (true) {
+      Split* best = nullptr;
+      double best_key = 0;
+      for (Split& s : splits_) {
+        if (s.placed) continue;
+        const double k = key(s);
+        // Equal bounds (ZeRO 0 and 1 share theirs): the split with less static memory first, it
+        // is the likelier to fit.
+        if (!best || k < best_key ||
+            (k == best_key && rows_[s.rows.front()].static_bytes < rows_[best->rows.front()].static_bytes)) {
+          best = &s;
+          best_key = k;
+        }
+      }
+      if (!best) return kEnd;
+      bool refined = false;
+      for (std::size_t r : best->rows)
+        if (rows_[r].bound_is_quick && rows_[r].status != FactorizationStatus::Failed &&
+            rows_[r].lower_bound_ms <= best_key) {
+          make_full(r);
+          refined = true;
+        }
+      if (refined) continue;
+      best->placed = true;
+      queue_ = best->rows;
+      pos_ = 0;
+      return queue_[pos_++];
+    }
+  }
+
+  /// Gives row `r` its full any-plan bound (the larger of it and the quick one: both are bounds).
+  void make_full(std::size_t r) {
+    FactorizationRow& row = rows_[r];
+    if (!row.bound_is_quick) return;
+    const std::array<int, 5> shape = shape_of(row.f);
+    auto it = full_.find(shape);
+    if (it == full_.end()) {
+      const std::size_t source = source_.at(shape) - 1;
+      try {
+        const double ms =
+            any_plan_lower_bound(layer_input(inputs_[source], rows_[source].f), rows_[source].f.microbatches)
+                .ms;
+        it = full_.emplace(shape, ms).first;
+      } catch (const Error& e) {
+        row.status = FactorizationStatus::Failed;
+        row.note = e.what();
+        return;
+      }
+    }
+    row.lower_bound_ms = std::max(row.lower_bound_ms, it->second);
+    row.bound_is_quick = false;
+  }
+
+ private:
+  struct Split {
+    std::array<int, 5> key;
+    std::vector<std::size_t> rows;
+    bool placed = false;
+  };
+  static std::array<int, 5> shape_of(const Factorization& f) {
+    return {f.tp, f.pp, f.dp, f.ep, f.micro_batch};
+  }
+  [[nodiscard]] double key(const Split& s) const {
+    double k = std::numeric_limits<double>::infinity();
+    for (std::size_t r : s.rows)
+      if (rows_[r].status != FactorizationStatus::Failed) k = std::min(k, rows_[r].lower_bound_ms);
+    return k;
+  }
+
+  std::vector<FactorizationRow>& rows_;
+  const std::vector<PlannerInputs>& inputs_;
+  std::vector<Split> splits_;
+  std::map<std::array<int, 5>, std::size_t> source_;  ///< shape -> row index + 1 whose bound is taken
+  std::map<std::array<int, 5>, double> full_;
+  std::vector<std::size_t> queue_;
+  std::size_t pos_ = 0;
+};
+
 }  // namespace
 
 std::string describe(const Factorization& f) {
@@ -135,6 +284,8 @@ std::string_view to_string(FactorizationStatus status) {
       return "pruned: bound >= best";
     case FactorizationStatus::NotTuned:
       return "not tuned (bound rank)";
+    case FactorizationStatus::SkippedForMemory:
+      return "skipped for memory";
     case FactorizationStatus::Failed:
       return "refused";
   }
@@ -208,7 +359,7 @@ CommShares comm_shares(const PlannerInputs& inputs, const Plan& plan, const SimR
   CommShares s;
   if (!(sim.makespan_ms > 0)) return s;
   for (const DeviceMetrics& d : sim.devices) {
-    s.dp = std::max(s.dp, (d.dp_comm_ms + d.optimizer_ms) / sim.makespan_ms);
+    s.dp = std::max(s.dp, (d.dp_comm_ms + d.dp_nic_wait_ms + d.optimizer_ms) / sim.makespan_ms);
     s.ep = std::max(s.ep, d.ep_comm_ms / sim.makespan_ms);
   }
   s.tp = max_tp_ms(inputs, plan) / sim.makespan_ms;
@@ -227,10 +378,20 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
         base.model.layers.size());
   const double limit =
       base.memory_limit_bytes > 0 ? base.memory_limit_bytes : device_memory_bytes(base.cluster);
+  const auto started = std::chrono::steady_clock::now();
+  const auto report = [&](const std::string& step) {
+    if (!options.tune.progress) return;
+    TuneProgress p;
+    p.elapsed_s = seconds_since(started);
+    p.step = step;
+    options.tune.progress(p);
+  };
+  report(fmt::format("{} factorizations of the {} devices: estimating their costs and bounds", all.size(),
+                     base.cluster.world()));
   ParallelSearchResult result;
   result.rows.resize(all.size());
   std::vector<PlannerInputs> inputs(all.size());
-  std::vector<std::size_t> order;
+  std::vector<std::size_t> candidates;
   for (std::size_t i = 0; i < all.size(); ++i) {
     FactorizationRow& row = result.rows[i];
     row.f = all[i];
@@ -247,46 +408,25 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
         row.status = FactorizationStatus::TooBig;
         continue;
       }
-      Plan skeleton;
-      skeleton.devices = row.f.pp;
-      skeleton.tp = row.f.tp;
-      skeleton.dp = row.f.dp;
-      skeleton.ep = row.f.ep;
-      skeleton.zero = row.f.zero;
-      skeleton.micro_batch = row.f.micro_batch;
-      skeleton.microbatches = row.f.microbatches;
-      skeleton.seq = base.model.seq_len;
-      skeleton.stages = {Stage{0, static_cast<std::int32_t>(base.model.layers.size()), 0, false}};
-      row.lower_bound_ms =
-          any_plan_lower_bound(make_sim_input(layer_plan(skeleton), inputs[i]), row.f.microbatches).ms;
-      order.push_back(i);
+      row.lower_bound_ms = quick_bound(layer_input(inputs[i], row.f), row.f.microbatches);
+      row.bound_is_quick = true;
+      candidates.push_back(i);
     } catch (const Error& e) {
       row.status = FactorizationStatus::Failed;
       row.note = e.what();
     }
   }
-  // Splits (TP, PP, DP, EP, ZeRO) in the order of their best bound over the micro-batch sizes;
-  // within a split the smallest micro-batch first: it holds the fewest activations, and when it
-  // does not fit, the larger ones are skipped.
-  const auto same_split = [](const Factorization& x, const Factorization& y) {
-    return x.tp == y.tp && x.pp == y.pp && x.dp == y.dp && x.ep == y.ep && x.zero == y.zero;
-  };
-  std::vector<double> split_bound(all.size(), std::numeric_limits<double>::infinity());
-  for (std::size_t a : order)
-    for (std::size_t b : order)
-      if (same_split(all[a], all[b]))
-        split_bound[a] = std::min(split_bound[a], result.rows[b].lower_bound_ms);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (split_bound[a] != split_bound[b]) return split_bound[a] < split_bound[b];
-    return a < b;  // enumeration order: the same split by ascending micro-batch size
-  });
+  report(fmt::format("{} factorizations within the memory, ranked by their bound", candidates.size()));
+  BoundOrder order(result.rows, inputs, candidates);
 
   const int max_tuned = std::max(options.max_tuned, 1);
-  const int to_tune = std::min<int>(max_tuned, static_cast<int>(order.size()));
-  const int most = std::min<int>(2 * max_tuned, static_cast<int>(order.size()));
+  const int to_tune = std::min<int>(max_tuned, static_cast<int>(candidates.size()));
+  const int most = std::min<int>(2 * max_tuned, static_cast<int>(candidates.size()));
   TuneOptions topts = options.tune;
   topts.time_budget_s = options.tune.time_budget_s / std::max(to_tune, 1);
-  if (options.tune.wall_cap_s > 0) topts.wall_cap_s = options.tune.wall_cap_s / std::max(to_tune, 1);
+  // Each tune ends on its share of the work budget (or of the evaluation limit), never on the
+  // wall clock, so the table does not depend on the machine's load; a --wall-cap caps the search.
+  topts.wall_cap_s = kNoWallCap;
   if (options.tune.max_evaluations > 0)
     topts.max_evaluations = std::max<std::int64_t>(options.tune.max_evaluations / std::max(to_tune, 1), 1);
   double best_ms = std::numeric_limits<double>::infinity();
@@ -294,30 +434,53 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
   // A factorization with a low bound may still not fit once activations are counted: tuning goes
   // on past max_tuned (up to twice as many) until one fits.
   const int hard_cap = 2 * max_tuned;
-  for (std::size_t i : order) {
+  // Rows that did not fit (tuned, or with no fitting baseline): a row of the same TP and PP with at
+  // most their EP and ZeRO and at least their micro-batch size holds at least their static memory
+  // and activations, so it is not tried either.
+  std::vector<std::size_t> no_fit;
+  const auto dominated = [&](const Factorization& f) {
+    return std::any_of(no_fit.begin(), no_fit.end(), [&](std::size_t j) {
+      const Factorization& o = result.rows[j].f;
+      return o.tp == f.tp && o.pp == f.pp && o.ep >= f.ep && o.zero >= f.zero &&
+             o.micro_batch <= f.micro_batch;
+    });
+  };
+  std::vector<std::size_t> deferred;
+  enum class Next { Go, Stop };
+  // Tunes row i unless a limit, the bound or memory rules it out; `probe`: first check that some
+  // baseline fits (tune/baselines.hpp, milliseconds), else defer the row.
+  const auto consider = [&](std::size_t i, bool probe) {
     FactorizationRow& row = result.rows[i];
-    if (tuned >= hard_cap || (tuned >= max_tuned && result.winner >= 0)) {
-      row.status = FactorizationStatus::NotTuned;
-      continue;
-    }
+    if (row.status == FactorizationStatus::Failed) return Next::Go;
+    const double left_s = options.tune.wall_cap_s - seconds_since(started);
+    if (tuned >= hard_cap || (tuned >= max_tuned && result.winner >= 0) ||
+        (options.tune.wall_cap_s > 0 && left_s <= 0) || (options.tune.stop && options.tune.stop->load()))
+      return Next::Stop;  // the rows not reached stay "not tuned", with the bound they had
+    // A quick bound already at the best cannot win; below it, the full bound decides.
+    if (row.lower_bound_ms < best_ms && std::isfinite(best_ms)) order.make_full(i);
+    if (row.status == FactorizationStatus::Failed) return Next::Go;
     if (row.lower_bound_ms >= best_ms) {
       row.status = FactorizationStatus::PrunedByBound;
-      continue;
+      return Next::Go;
     }
-    // The same split with no larger micro-batches did not fit: larger ones hold more activations.
-    const bool smaller_failed =
-        std::any_of(result.rows.begin(), result.rows.end(), [&](const FactorizationRow& o) {
-          return o.status == FactorizationStatus::Tuned && !o.fits && o.f.tp == row.f.tp &&
-                 o.f.pp == row.f.pp && o.f.dp == row.f.dp && o.f.ep == row.f.ep && o.f.zero == row.f.zero &&
-                 o.f.micro_batch <= row.f.micro_batch;
-        });
-    if (smaller_failed) {
-      row.status = FactorizationStatus::NotTuned;
-      row.note = "a smaller micro-batch of this split did not fit";
-      continue;
+    if (dominated(row.f)) {
+      row.status = FactorizationStatus::SkippedForMemory;
+      row.note = "a split with at most its memory did not fit";
+      return Next::Go;
     }
-    if (options.tune.stop && options.tune.stop->load()) break;
+    if (probe) {
+      const BaselineField field = run_baseline_field(inputs[i], static_memory_can_fit(inputs[i]));
+      if (field.best < 0) {
+        row.status = FactorizationStatus::SkippedForMemory;
+        row.note = "no baseline fits (tuned only if nothing else fits)";
+        no_fit.push_back(i);
+        deferred.push_back(i);
+        return Next::Go;
+      }
+    }
     ++tuned;
+    row.status = FactorizationStatus::NotTuned;
+    row.note.clear();
     const std::string label = describe(row.f);
     if (options.tune.progress)
       topts.progress = [&, label](const TuneProgress& p) {
@@ -326,6 +489,7 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
         options.tune.progress(q);
       };
     try {
+      if (options.tune.wall_cap_s > 0) topts.wall_cap_s = left_s;
       TuneResult r = tune(inputs[i], topts);
       row.status = FactorizationStatus::Tuned;
       row.fits = r.plan.predicted->fits_memory;
@@ -336,6 +500,7 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
       row.dp_share = shares.dp;
       row.ep_share = shares.ep;
       row.tp_share = shares.tp;
+      if (!row.fits) no_fit.push_back(i);
       if (row.fits && row.iteration_ms < best_ms) {
         best_ms = row.iteration_ms;
         result.winner = static_cast<int>(i);
@@ -346,6 +511,16 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
       row.status = FactorizationStatus::Failed;
       row.note = e.what();
     }
+    return Next::Go;
+  };
+  for (std::size_t i = order.next(); i != BoundOrder::kEnd; i = order.next())
+    if (consider(i, true) == Next::Stop) break;
+  // Nothing with a fitting baseline fitted: the deferred rows, in the same order (the tuner's
+  // memory-aware search may still fit one).
+  if (result.winner < 0) {
+    std::erase_if(no_fit, [&](std::size_t j) { return result.rows[j].status != FactorizationStatus::Tuned; });
+    for (std::size_t i : deferred)
+      if (consider(i, false) == Next::Stop) break;
   }
   if (result.winner < 0) result.no_fit = no_fit_message(base, limit);
   return result;
@@ -356,7 +531,7 @@ std::string format_factorizations(const ParallelSearchResult& result) {
       "{:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4}  {:<4} {:>11} {:>11} {:>12} {:>7} {:>6} {:>6} {:>6}  {}\n",
       "TP", "PP", "DP", "EP", "ZeRO", "mb", "M", "fits", "static GiB", "bound ms", "iteration ms", "bubble",
       "DP %", "EP %", "TP %", "");
-  int too_big = 0;
+  int too_big = 0, quick = 0;
   double smallest_static = 0;
   for (std::size_t i = 0; i < result.rows.size(); ++i) {
     const FactorizationRow& r = result.rows[i];
@@ -366,7 +541,11 @@ std::string format_factorizations(const ParallelSearchResult& result) {
       continue;
     }
     const bool tuned = r.status == FactorizationStatus::Tuned;
-    const std::string bound = r.lower_bound_ms > 0 ? fmt::format("{:.1f}", r.lower_bound_ms) : "-";
+    std::string bound = r.lower_bound_ms > 0 ? fmt::format("{:.1f}", r.lower_bound_ms) : "-";
+    if (r.bound_is_quick && r.lower_bound_ms > 0) {
+      bound += "*";
+      ++quick;
+    }
     std::string fits = r.status == FactorizationStatus::TooBig ? "no" : tuned ? (r.fits ? "yes" : "no") : "?";
     std::string what = static_cast<int>(i) == result.winner ? "<- winner" : std::string(to_string(r.status));
     if (!r.note.empty()) what += ": " + r.note;
@@ -385,6 +564,9 @@ std::string format_factorizations(const ParallelSearchResult& result) {
           f.tp, f.pp, f.dp, f.ep, f.zero, f.micro_batch, f.microbatches, fits, to_gib(r.static_bytes), bound,
           "-", "-", "-", "-", "-", what);
   }
+  if (quick > 0)
+    out += fmt::format(
+        "* the quick bound (work over the devices, one micro-batch's path): the full one was not needed\n");
   if (too_big > 0)
     out += fmt::format(
         "and {} factorizations whose static memory alone exceeds a device (the least: {:.1f} GiB)\n", too_big,

@@ -10,13 +10,20 @@
 ///    M = global_batch / (b × DP) micro-batches.
 /// 2. Prune without simulating: a factorization whose static memory (weights, gradients and
 ///    optimizer state, perfectly balanced over the PP devices) already exceeds a device cannot fit;
-///    the others are ranked by the any-plan lower bound (sim/lower_bound.hpp) of their inputs.
-/// 3. Tune in bound order (tune/tuner.hpp, a reduced budget per factorization), at most
-///    `max_tuned` of them; a factorization whose bound is not below the best fitting iteration
-///    time found so far is pruned unseen (it cannot win, so pruning never drops the best of the
-///    tuned ones). The winner is the fastest tuned plan that fits.
-/// Deterministic for a seed and thread count: candidates are visited in a fixed order and each
-/// tune is deterministic. Progress goes to the tune options' progress callback only.
+///    the others are ranked by the any-plan lower bound (sim/lower_bound.hpp) of their inputs,
+///    split by split (a split's best bound over its micro-batch sizes; within it ascending
+///    micro-batch size). The full bound packs layers for every used-device count (seconds at PP
+///    64), so each row starts with a quick bound below it (work over the devices, one micro-batch's
+///    path) and gets the full one only when the order or a pruning decision needs it: the order
+///    and the decisions are those of the full bounds, rows never reached show the quick one.
+/// 3. Tune in that order (tune/tuner.hpp, time_budget_s / max_tuned of work each, never cut by
+///    the wall clock), at most `max_tuned` of them (up to twice as many until one fits); a
+///    factorization whose bound is not below the best fitting iteration time found so far is
+///    pruned unseen (it cannot win, so pruning never drops the best of the tuned ones). The winner
+///    is the fastest tuned plan that fits. TuneOptions::wall_cap_s, when set, caps the whole search.
+/// Deterministic for a seed and thread count whatever the machine's load (unless a wall cap
+/// binds): candidates are visited in a fixed order and each tune ends on its work budget.
+/// Progress goes to the tune options' progress callback only.
 
 #include <string>
 #include <vector>
@@ -47,7 +54,10 @@ enum class FactorizationStatus {
   TooBig,         ///< static memory alone exceeds the device: cannot fit
   PrunedByBound,  ///< its lower bound is not below the best fitting plan found
   NotTuned,       ///< beyond max_tuned in bound order
-  Failed,         ///< the planner refused it (the reason is in `note`)
+  /// Not tuned for memory: no baseline fits (tuned only if nothing else fits), or a split of the
+  /// same TP and PP with at most its static memory and activations did not fit (`note` says which).
+  SkippedForMemory,
+  Failed,  ///< the planner refused it (the reason is in `note`)
 };
 
 [[nodiscard]] std::string_view to_string(FactorizationStatus status);
@@ -57,8 +67,11 @@ struct FactorizationRow {
   FactorizationStatus status = FactorizationStatus::NotTuned;
   std::string note;
   double static_bytes = 0;    ///< static memory per device at a perfect balance over PP
-  double lower_bound_ms = 0;  ///< any-plan bound of its inputs
-  bool fits = false;          ///< tuned: its plan fits the device memory
+  double lower_bound_ms = 0;  ///< any-plan bound of its inputs (the quick one while bound_is_quick)
+  /// lower_bound_ms is only the quick bound (work, one micro-batch's path): the search never needed
+  /// the full one, for this row was ranked beyond the tuned ones or pruned by the quick one.
+  bool bound_is_quick = false;
+  bool fits = false;  ///< tuned: its plan fits the device memory
   double iteration_ms = 0;
   double tokens_per_s = 0;
   double bubble_ratio = 0;

@@ -233,3 +233,164 @@ TEST_CASE("DP 1, EP 1: no tail, no parallel figures, static memory as before") {
   for (const LayerCost& c : in.costs.layers) all += c.params * 18;
   CHECK(s.static_bytes[0] == all);
 }
+
+namespace {
+
+/// Two stages on two devices with their transfers, two micro-batches, F = 1, BW = 2, every
+/// transfer 1 ms (1000 B at 1000 B/ms, no latency):
+///   dev 0: F00 [0,1] F01 [1,2]                      BW00 [7,9] BW01 [9,11]
+///          SEND a00 [1,2] SEND a01 [2,3] RECV g10 [6,7] RECV g11 [8,9]
+///   dev 1: F10 [2,3] F11 [3,4] BW10 [4,6] BW11 [6,8]
+///          RECV a00 [1,2] RECV a01 [2,3] SEND g10 [6,7] SEND g11 [8,9]
+/// Stage 1 is ready at 8, while its last gradient SEND runs until 9; stage 0 at 11.
+Plan two_stage_plan_with_transfers() {
+  Plan p = make_plan(2, 2, {0, 1},
+                     {{F(0, 0), send_act(0, 0, 1, 1000), F(0, 1), send_act(0, 1, 1, 1000),
+                       recv_grad(1, 0, 1, 1000), BW(0, 0), recv_grad(1, 1, 1, 1000), BW(0, 1)},
+                      {recv_act(0, 0, 0, 1000), F(1, 0), recv_act(0, 1, 0, 1000), F(1, 1), BW(1, 0),
+                       send_grad(1, 0, 0, 1000), BW(1, 1), send_grad(1, 1, 0, 1000)}});
+  p.dp = 2;
+  return p;
+}
+
+/// Stage 1's reduction 6 ms, stage 0's 3 ms, steps 0.5 ms; no NIC shared unless a test says so.
+SimInput two_stage_transfer_input() {
+  SimInput in = make_input(2, {cost(1, 2, 0), cost(1, 2, 0)}, 1000, 0);
+  in.stages[0].out_bytes = in.stages[1].out_bytes = 1000;
+  in.grad_sync_ms = {3, 6};
+  in.optimizer_ms = {0.5, 0.5};
+  return in;
+}
+
+constexpr const char* kFourNodes = R"(name: four-by-one
+nodes: 4
+devices_per_node: 1
+device: {name: test-gpu, memory_gib: 1, peak_tflops: {bf16: 1, fp32: 1}, memory_bandwidth_gbs: 100}
+links:
+  intra_node: {bandwidth_gbs: 1, latency_us: 2}
+  inter_node: {bandwidth_gbs: 0.5, latency_us: 10}
+parallel: {tp: 1, dp: 2}
+)";
+
+/// The MoE model's three layers in two stages (embedding + MoE, LM head) on two pipeline devices.
+Plan two_device_moe_plan(int ep) {
+  Plan p;
+  p.devices = 2;
+  p.dp = 2;
+  p.ep = ep;
+  p.microbatches = 2;
+  p.micro_batch = 1;
+  p.seq = 4;
+  p.stages = {Stage{0, 2, 0, false}, Stage{2, 3, 1, false}};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("DP tail on a shared NIC: stage 1's reduction waits out its last gradient SEND") {
+  const Plan plan = two_stage_plan_with_transfers();
+  SimOptions so;
+  so.record_timeline = true;
+  const SimResult alone = simulate(plan, two_stage_transfer_input(), so);
+  CHECK(alone.pipeline_end_ms == Approx(11));
+  REQUIRE(alone.tail.size() == 2);
+  // Without sharing: device 1 reduces stage 1 over [8, 14], steps to 14.5; device 0 reduces
+  // stage 0 over [11, 14], steps to 14.5.
+  CHECK(alone.tail[1][0].span.start_ms == Approx(8));
+  CHECK(alone.tail[1][0].span.end_ms == Approx(14));
+  CHECK(alone.makespan_ms == Approx(14.5));
+  CHECK(alone.devices[1].dp_nic_wait_ms == 0);
+
+  SECTION("the ring and the pipeline boundary cross the same NICs: delayed by the 1 ms overlap") {
+    SimInput in = two_stage_transfer_input();
+    in.nic_domain = {0, 1};
+    in.grad_sync_on_nic = {1, 1};
+    const SimResult r = simulate(plan, in, so);
+    CHECK(r.pipeline_end_ms == Approx(11));  // the pipeline's transfers keep their rate
+    // SEND g11 holds device 1's NIC over [8, 9]: the reduction runs [9, 15], 1 ms late.
+    CHECK(r.tail[1][0].span.start_ms == Approx(8));
+    CHECK(r.tail[1][0].span.end_ms == Approx(15));
+    CHECK(r.devices[1].dp_nic_wait_ms == Approx(1));
+    CHECK(r.devices[1].dp_comm_ms == Approx(6));  // the work is the same
+    // Device 0's reduction starts at 11, after all its transfers: unchanged.
+    CHECK(r.tail[0][0].span.end_ms == Approx(14));
+    CHECK(r.devices[0].dp_nic_wait_ms == 0);
+    CHECK(r.makespan_ms == Approx(15.5));
+  }
+  SECTION("the same, at ZeRO 1: the all-gather after the step has the NIC to itself") {
+    SimInput in = two_stage_transfer_input();
+    in.nic_domain = {0, 1};
+    in.grad_sync_on_nic = {1, 1};
+    in.param_gather_ms = {1, 1};
+    const SimResult r = simulate(plan, in, so);
+    // Device 1: reduction [8, 15], step [15, 15.5], all-gather [15.5, 16.5].
+    CHECK(r.makespan_ms == Approx(16.5));
+    CHECK(r.devices[1].dp_nic_wait_ms == Approx(1));
+  }
+  SECTION("the boundary stays inside an NVLink domain: nothing changes") {
+    SimInput in = two_stage_transfer_input();
+    in.nic_domain = {0, 0};
+    in.grad_sync_on_nic = {1, 1};
+    const SimResult r = simulate(plan, in, so);
+    CHECK(r.makespan_ms == alone.makespan_ms);
+    CHECK(r.tail[1][0].span.end_ms == alone.tail[1][0].span.end_ms);
+    CHECK(r.devices[1].dp_nic_wait_ms == 0);
+  }
+  SECTION("the rings stay inside an NVLink domain: nothing changes") {
+    SimInput in = two_stage_transfer_input();
+    in.nic_domain = {0, 1};
+    in.grad_sync_on_nic = {0, 0};
+    const SimResult r = simulate(plan, in, so);
+    CHECK(r.makespan_ms == alone.makespan_ms);
+    CHECK(r.tail[1][0].span.end_ms == alone.tail[1][0].span.end_ms);
+    CHECK(r.devices[1].dp_nic_wait_ms == 0);
+  }
+}
+
+TEST_CASE("DP tail on a shared NIC: a reduction runs at the rate the EP all-to-alls leave it") {
+  // Both stages on device 0 (list order as in "reductions of one device queue"): stage 1 ready at
+  // 8; BW00 [8,10] and BW01 [10,12] each spend 1 of their 2 ms in all-to-alls over the NIC.
+  Plan p =
+      make_plan(1, 2, {0, 0}, {{F(0, 0), F(0, 1), F(1, 0), F(1, 1), BW(1, 0), BW(1, 1), BW(0, 0), BW(0, 1)}});
+  p.dp = 2;
+  SimInput in = make_input(1, {cost(1, 2, 0), cost(1, 2, 0)});
+  in.stages[0].ep_b_ms = 1;
+  in.grad_sync_ms = {3, 5};
+  in.optimizer_ms = {0.5};
+  in.nic_domain = {0};
+  in.grad_sync_on_nic = {1, 1};
+  SECTION("the all-to-alls stay inside the domain: stage 1 [8, 13], stage 0 [13, 16]") {
+    const SimResult r = simulate(p, in);
+    CHECK(r.makespan_ms == Approx(16.5));
+    CHECK(r.devices[0].dp_nic_wait_ms == 0);
+  }
+  SECTION("over the NIC: half the rate over [8, 12] (2 ms done), the last 3 ms to 15; stage 0 to 18") {
+    in.stages[0].ep_on_nic = true;
+    const SimResult r = simulate(p, in);
+    CHECK(r.makespan_ms == Approx(18.5));
+    CHECK(r.devices[0].dp_nic_wait_ms == Approx(2));
+  }
+}
+
+TEST_CASE("Shared NICs from the cluster: which rings and boundaries leave the NVLink domain") {
+  PlannerInputs in = moe_inputs();
+  SECTION("2 nodes x 2, DP 2, PP 2: the data groups stay in a node, the boundary crosses") {
+    // Device 0 = ranks 0-1 (node 0), device 1 = ranks 2-3 (node 1).
+    const SimInput s = make_sim_input(two_device_moe_plan(1), in);
+    CHECK(s.nic_domain == std::vector<std::int32_t>{0, 1});
+    CHECK(s.grad_sync_on_nic == std::vector<std::uint8_t>{0, 0});
+  }
+  SECTION("4 nodes x 1, DP 2, PP 2: both cross, and so does the EP 2 group") {
+    in.cluster = parse_cluster(kFourNodes, "<four-by-one>");
+    in.costs = estimate_costs(in.model, in.cluster);
+    const SimInput s = make_sim_input(two_device_moe_plan(2), in);
+    CHECK(s.nic_domain == std::vector<std::int32_t>{0, 2});
+    CHECK(s.grad_sync_on_nic == std::vector<std::uint8_t>{1, 1});
+    CHECK(s.stages[0].ep_on_nic);
+    CHECK_FALSE(s.stages[1].ep_on_nic);  // the LM head has no experts
+  }
+  SECTION("the EP 2 group of a 2-rank node stays inside it") {
+    const SimInput s = make_sim_input(two_device_moe_plan(2), in);
+    CHECK_FALSE(s.stages[0].ep_on_nic);
+  }
+}

@@ -11,6 +11,8 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "cost/estimate.hpp"
+#include "sim/lower_bound.hpp"
+#include "sim/sim_input.hpp"
 #include "spec/loader.hpp"
 
 using namespace octo;
@@ -181,4 +183,74 @@ TEST_CASE("Jamba-v0.1 fits 80 GiB on h100-16x8 with the factorization the search
   const Factorization& f = r.rows[static_cast<std::size_t>(r.winner)].f;
   CHECK(f.tp * f.pp * f.dp == 128);
   CHECK(r.best.plan.ep == f.ep);
+}
+
+TEST_CASE("the search computes full bounds only where needed; quick ones never exceed them") {
+  const PlannerInputs in = tiny_inputs(2, 4);
+  const ParallelSearchResult r = search_parallel(in, quick(2, 20));
+  REQUIRE(r.winner >= 0);
+  int quick_rows = 0;
+  for (const FactorizationRow& row : r.rows) {
+    if (row.status == FactorizationStatus::TooBig || row.status == FactorizationStatus::Failed) continue;
+    // The any-plan bound of the row's inputs, computed here as the search did before it was lazy.
+    const PlannerInputs alt = apply_factorization(in, row.f);
+    Plan skeleton;
+    skeleton.devices = row.f.pp;
+    skeleton.tp = row.f.tp;
+    skeleton.dp = row.f.dp;
+    skeleton.ep = row.f.ep;
+    skeleton.zero = row.f.zero;
+    skeleton.micro_batch = row.f.micro_batch;
+    skeleton.microbatches = row.f.microbatches;
+    skeleton.seq = in.model.seq_len;
+    skeleton.stages = {Stage{0, static_cast<std::int32_t>(in.model.layers.size()), 0, false}};
+    const double full =
+        any_plan_lower_bound(make_sim_input(layer_plan(skeleton), alt), row.f.microbatches).ms;
+    if (row.bound_is_quick) {
+      ++quick_rows;
+      CHECK(row.lower_bound_ms <= full * (1 + 1e-12));
+      CHECK(row.status != FactorizationStatus::Tuned);
+    } else {
+      CHECK(row.lower_bound_ms == Approx(full));
+    }
+    // Every row the search passed over unseen can not beat the winner by its full bound either.
+    if (row.status == FactorizationStatus::PrunedByBound)
+      CHECK(full >= r.rows[static_cast<std::size_t>(r.winner)].iteration_ms);
+  }
+  CHECK(quick_rows > 0);  // 2 tuned of dozens: most rows never needed the full bound
+}
+
+TEST_CASE("the search's tunes end on their work budget, not on the wall clock") {
+  // A work budget (no evaluation limit) and the default wall cap: a tune of the old search was cut
+  // at 2.5 x its share of the wall clock, so a loaded machine found less.
+  const PlannerInputs in = tiny_inputs(1, 4);
+  ParallelSearchOptions o;
+  o.max_tuned = 2;
+  o.tune.threads = 1;
+  o.tune.seed = 5;
+  o.tune.time_budget_s = 0.02;
+  const ParallelSearchResult a = search_parallel(in, o);
+  REQUIRE(a.winner >= 0);
+  CHECK(a.best.stats.stopped_by != "wall-clock cap");
+  const ParallelSearchResult b = search_parallel(in, o);
+  CHECK(format_factorizations(a) == format_factorizations(b));
+}
+
+TEST_CASE("Nemotron-3-Super fits 80 GiB on h100-16x8: splits whose baselines cannot fit wait") {
+  // 120.7 B parameters x 18 B = 2023 GiB fits 128 x 80 GiB, but the lowest bounds belong to PP 1
+  // and 2, whose whole-model stages cannot hold 8192-token activations: tuned first they used up
+  // the tuning cap ("no tuned split fits"); now they wait behind the splits with a fitting baseline.
+  const PlannerInputs in = zoo("nemotron-3-super", "h100-16x8");
+  const ParallelSearchResult r = search_parallel(in, quick(1, 10));
+  REQUIRE(r.winner >= 0);
+  CHECK(r.best.plan.predicted->fits_memory);
+  const Factorization& f = r.rows[static_cast<std::size_t>(r.winner)].f;
+  CHECK(f.tp * f.pp * f.dp == 128);
+  int skipped = 0;
+  for (const FactorizationRow& row : r.rows) {
+    if (row.status != FactorizationStatus::SkippedForMemory) continue;
+    ++skipped;
+    CHECK(row.f.pp <= f.pp);  // those skipped hold at least the winner's layers per device
+  }
+  CHECK(skipped > 0);
 }
