@@ -13,6 +13,7 @@
 #include "core/random.hpp"
 #include "core/units.hpp"
 #include "plan/semantics.hpp"
+#include "sched/op_slot.hpp"
 
 namespace octo {
 
@@ -66,24 +67,7 @@ namespace {
 
 constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() / 4;
 
-// Op kinds in the scheduler's own table; B stands for BW when the backward is fused.
-constexpr int kF = 0, kB = 1, kW = 2, kR = 3, kKinds = 4;
-
-/// The scheduler's slot of an op a dependency rule names (Backward: B or BW, both in slot kB).
-constexpr int slot_of(Pick pick) {
-  switch (pick) {
-    case Pick::F:
-      return kF;
-    case Pick::R:
-      return kR;
-    case Pick::W:
-      return kW;
-    case Pick::B:
-    case Pick::Backward:
-      return kB;
-  }
-  return kF;
-}
+using namespace op_slot;
 
 /// What F allocates on stage `c` (plan/semantics.hpp): the activations, or only the stage input.
 std::int64_t alloc_f(const StageCost& c, bool rc) {

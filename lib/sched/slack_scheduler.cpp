@@ -10,38 +10,12 @@
 
 #include "core/error.hpp"
 #include "plan/semantics.hpp"
+#include "sched/op_slot.hpp"
 
 namespace octo {
 namespace slack_detail {
 
-// An op's slot within its (stage, micro-batch); the backward (B or fused BW) has one slot.
-constexpr int kF = 0, kB = 1, kW = 2, kR = 3, kKinds = 4;
-
-constexpr int slot_of(OpKind kind) {
-  switch (kind) {
-    case OpKind::F:
-      return kF;
-    case OpKind::W:
-      return kW;
-    case OpKind::R:
-      return kR;
-    default:
-      return kB;
-  }
-}
-
-constexpr int slot_of(Pick pick) {
-  switch (pick) {
-    case Pick::F:
-      return kF;
-    case Pick::R:
-      return kR;
-    case Pick::W:
-      return kW;
-    default:
-      return kB;
-  }
-}
+using namespace op_slot;
 
 /// The compute ops of one partition + placement as a graph: data edges with their transfer delays
 /// (plan/semantics.hpp's rules), durations as the list scheduler and the simulator count them.
