@@ -81,18 +81,17 @@ std::vector<DeviceMemoryPrediction> predicted_memory(const ExecPlan& plan, bool&
 MemoryComparison compare_memory(const ExecPlan& plan, const HeldBytes& held,
                                 const std::vector<StepStats>& steps, Comm& world) {
   const auto R = static_cast<std::size_t>(world.size());
-  const auto me = static_cast<std::size_t>(world.rank());
   std::int64_t start = 0, peak_activation = 0;
   for (const StepStats& st : steps) {
     start = std::max(start, st.start_bytes);
     peak_activation = std::max(peak_activation, st.peak_activation_bytes);
   }
-  std::vector<float> table(R * kFields * 2, 0.0f);
-  float* row = &table[me * kFields * 2];
   const std::array<std::int64_t, kFields> mine = {held.weights, held.gradients, held.optimizer, start,
                                                   peak_activation};
-  for (std::size_t k = 0; k < kFields; ++k) put(row + 2 * k, mine[k]);
-  world.all_reduce(table);
+  std::array<float, kFields * 2> row{};
+  for (std::size_t k = 0; k < kFields; ++k) put(&row[2 * k], mine[k]);
+  std::vector<float> table(R * kFields * 2);
+  world.all_gather(row, table);
 
   MemoryComparison out;
   out.plan_dtype = std::string(to_string(plan.model.training.dtype));
