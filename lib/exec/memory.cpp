@@ -7,26 +7,14 @@
 #include <cmath>
 
 #include "core/units.hpp"
+#include "exec/float_bytes.hpp"
 #include "plan/rank_layout.hpp"
 #include "sim/sim_input.hpp"
 
 namespace octo::exec {
 namespace {
 
-// Byte counts travel through the float collectives as two exact halves: v = hi · 2^22 + lo, both
-// below 2^24 (exact in a float) for anything under 2^46 bytes.
-constexpr int kLowBits = 22;
-constexpr std::int64_t kLow = std::int64_t{1} << kLowBits;
 constexpr std::size_t kFields = 5;  // weights, gradients, optimizer, start, peak activation
-
-void put(float* at, std::int64_t v) {
-  at[0] = static_cast<float>(v >> kLowBits);
-  at[1] = static_cast<float>(v & (kLow - 1));
-}
-
-std::int64_t get(const float* at) {
-  return (static_cast<std::int64_t>(at[0]) << kLowBits) + static_cast<std::int64_t>(at[1]);
-}
 
 }  // namespace
 
@@ -89,7 +77,7 @@ MemoryComparison compare_memory(const ExecPlan& plan, const HeldBytes& held,
   const std::array<std::int64_t, kFields> mine = {held.weights, held.gradients, held.optimizer, start,
                                                   peak_activation};
   std::array<float, kFields * 2> row{};
-  for (std::size_t k = 0; k < kFields; ++k) put(&row[2 * k], mine[k]);
+  for (std::size_t k = 0; k < kFields; ++k) put_bytes(&row[2 * k], mine[k]);
   std::vector<float> table(R * kFields * 2);
   world.all_gather(row, table);
 
@@ -103,12 +91,12 @@ MemoryComparison compare_memory(const ExecPlan& plan, const HeldBytes& held,
     RankMemory m;
     m.rank = static_cast<int>(r);
     m.device = layout.coords(m.rank).pp;
-    m.weight_bytes = get(at);
-    m.gradient_bytes = get(at + 2);
-    m.optimizer_bytes = get(at + 4);
-    const std::int64_t in_use = get(at + 6);
+    m.weight_bytes = get_bytes(at);
+    m.gradient_bytes = get_bytes(at + 2);
+    m.optimizer_bytes = get_bytes(at + 4);
+    const std::int64_t in_use = get_bytes(at + 6);
     m.other_bytes = std::max<std::int64_t>(0, in_use - m.weight_bytes - m.gradient_bytes - m.optimizer_bytes);
-    m.peak_activation_bytes = get(at + 8);
+    m.peak_activation_bytes = get_bytes(at + 8);
     m.peak_bytes = in_use + m.peak_activation_bytes;
     if (static_cast<std::size_t>(m.device) < predicted.size()) {
       const DeviceMemoryPrediction& d = predicted[static_cast<std::size_t>(m.device)];

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "exec/float_bytes.hpp"
 #include "plan/rank_layout.hpp"
 #include "plan/semantics.hpp"
 #include "sim/sim_input.hpp"
@@ -19,8 +20,10 @@
 namespace octo::exec {
 namespace {
 
-constexpr int kFields =
-    11;  // loss, step, pipeline, busy, wait, overhead, allreduce, ops, peak, update, progress
+// loss, step, pipeline, busy, wait, overhead, allreduce, ops, update, progress, then the peak
+// activation bytes as two exact halves (exec/float_bytes.hpp).
+constexpr int kFields = 12;
+constexpr int kPeakField = 10;
 constexpr std::array<OpKind, 5> kComputeKinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R};
 
 int kind_slot(OpKind k) {
@@ -67,9 +70,9 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
     row[5] = static_cast<float>(st.overhead_ms);
     row[6] = static_cast<float>(st.allreduce_ms);
     row[7] = static_cast<float>(st.ops);
-    row[8] = static_cast<float>(st.peak_activation_bytes);
-    row[9] = static_cast<float>(st.update_ms);
-    row[10] = static_cast<float>(st.progress_ms);
+    row[8] = static_cast<float>(st.update_ms);
+    row[9] = static_cast<float>(st.progress_ms);
+    put_bytes(row + kPeakField, st.peak_activation_bytes);
   }
   world.all_reduce(table);
 
@@ -103,9 +106,9 @@ RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, 
       st.overhead_ms = row[5];
       st.allreduce_ms = row[6];
       st.ops = static_cast<int>(row[7]);
-      st.peak_activation_bytes = static_cast<std::int64_t>(row[8]);
-      st.update_ms = row[9];
-      st.progress_ms = row[10];
+      st.update_ms = row[8];
+      st.progress_ms = row[9];
+      st.peak_activation_bytes = get_bytes(row + kPeakField);
       st.spans.resize(program.size());
       for (std::size_t i = 0; i < program.size(); ++i)
         st.spans[i] = {spans[((r * S + s) * max_ops + i) * 2], spans[((r * S + s) * max_ops + i) * 2 + 1]};
