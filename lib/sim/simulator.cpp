@@ -33,6 +33,11 @@ int compute_slot(OpKind k) {
   }
 }
 
+}  // namespace
+
+// Named, not anonymous: Simulator::State (external linkage) holds these by value.
+namespace simulator_detail {
+
 /// The per-op data the event loop touches, in one cache line's worth (48 bytes): an op's
 /// dependencies, stream links and times are read together.
 struct Node {
@@ -54,7 +59,10 @@ struct PairQueue {
   OpKind kind = OpKind::Send;
 };
 
-}  // namespace
+}  // namespace simulator_detail
+
+using simulator_detail::Node;
+using simulator_detail::PairQueue;
 
 /// Flat per-op buffers, reused between runs. Op id = position in the concatenation of the
 /// device programs (device-major). Streams: 2d = compute stream of device d, 2d+1 = its comm
