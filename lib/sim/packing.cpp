@@ -60,6 +60,38 @@ class Search {
   bool hit_limit_ = false;
 };
 
+/// The cardinality condition, for every prefix of the heaviest items: take the i + 1 heaviest
+/// (`sorted` is non-increasing, so they are sorted[0..i]). Any c of them sum to at least the c
+/// smallest of them, sorted[i − c + 1..i], so a bin of room r holds at most c_r of them, the largest
+/// c whose c smallest fit in r; all i + 1 must be placed, so Σ_bins c_r >= i + 1. With equal items
+/// this is the counting condition Σ floor(r / s) >= i + 1; with unequal ones it is tighter (two
+/// items of 3 and 4 in a bin of 6: floor(6 / 3) = 2 slots, but 3 + 4 > 6, so one). Returns false
+/// when some prefix fails it (proven infeasible).
+bool cardinality_holds(const std::vector<double>& sorted, const std::vector<double>& room) {
+  const std::size_t n = sorted.size();
+  std::vector<double> prefix(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + sorted[i];
+  for (std::size_t i = 0; i < n; ++i) {
+    // smallest(c): Σ of the c smallest of the i + 1 heaviest, increasing in c.
+    auto smallest = [&](std::size_t c) { return prefix[i + 1] - prefix[i + 1 - c]; };
+    std::size_t slots = 0;
+    for (double r : room) {
+      std::size_t lo = 0, hi = i + 1;  // smallest(lo) <= r; find the largest such c in [lo, hi]
+      while (lo < hi) {
+        const std::size_t mid = (lo + hi + 1) / 2;
+        if (smallest(mid) <= r)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      slots += lo;
+      if (slots > i) break;
+    }
+    if (slots < i + 1) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Packing pack_items(std::span<const double> items, std::span<const double> capacities, double slack,
@@ -75,18 +107,11 @@ Packing pack_items(std::span<const double> items, std::span<const double> capaci
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   std::sort(room.begin(), room.end(), std::greater<>());
 
-  // Volume, the largest item, and for every item size s: at most floor(room / s) items of size
-  // >= s fit in a bin.
+  // Volume, the largest item, and the cardinality of every prefix of the heaviest items.
   if (std::accumulate(sorted.begin(), sorted.end(), 0.0) > std::accumulate(room.begin(), room.end(), 0.0))
     return Packing::Infeasible;
   if (sorted.front() > room.front()) return Packing::Infeasible;
-  const auto n = static_cast<double>(sorted.size());
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    if (i + 1 < sorted.size() && sorted[i + 1] == sorted[i]) continue;  // the last item of this size
-    double slots = 0;
-    for (double r : room) slots += std::min(n, std::floor(r / sorted[i]));
-    if (slots < static_cast<double>(i + 1)) return Packing::Infeasible;
-  }
+  if (!cardinality_holds(sorted, room)) return Packing::Infeasible;
   return Search(std::move(sorted), std::move(room), node_limit).run();
 }
 

@@ -18,8 +18,9 @@ enum class Packing : std::uint8_t {
 };
 
 /// Can every item (a size >= 0) be assigned to one bin so that no bin's items sum to more than
-/// its capacity (+ `slack`)? Checks the volume and counting conditions first (for each item size
-/// s, the items of size >= s cannot exceed Σ floor(capacity / s)), then searches assignments
+/// its capacity (+ `slack`)? Checks the volume and cardinality conditions first (for each i, the
+/// i + 1 heaviest items cannot exceed Σ over bins of the most of them a bin holds: the largest c
+/// whose c smallest fit its capacity), then searches assignments
 /// depth-first, largest item first, with the usual symmetry cuts (bins of equal remaining room are
 /// interchangeable; identical items go to bins in non-decreasing order), for at most `node_limit`
 /// nodes. Bins with negative capacity take nothing.

@@ -337,6 +337,24 @@ TEST_CASE("packing agrees with brute force", "[bound][packing]") {
   CHECK(min_packable_time(items, std::vector<double>{0, 3}, 0, 100) == Approx(8.0).epsilon(1e-6));
 }
 
+TEST_CASE("packing: the cardinality of the heaviest items proves what counting by size cannot",
+          "[bound][packing]") {
+  // No search (node limit 0): only the conditions decide. Items 4 and 3 in bins of 6 and 1: the
+  // volume (7 <= 7), the largest item (4 <= 6) and counting by size (floor(6 / 3) = 2 items of size
+  // >= 3 fit in the first bin) all pass, but 4 + 3 > 6, so the first bin holds one of them and the
+  // second none: 1 < 2.
+  CHECK(pack_items(std::vector<double>{4, 3}, std::vector<double>{6, 1}, 1e-9, 0) == Packing::Infeasible);
+  // A prefix: 4, 3.5, 1, 1 in bins 7, 1, 1, 1. Volume 9.5 <= 10; by size, floor(7 / 3.5) = 2 items of
+  // size >= 3.5 fit the first bin; all four items pass too (the first bin holds three, 1 + 1 + 3.5 <=
+  // 7, each other bin one: 6 >= 4). The two heaviest do not: 4 + 3.5 > 7, so the first bin holds one
+  // of them and the others none, 1 < 2.
+  CHECK(pack_items(std::vector<double>{4, 3.5, 1, 1}, std::vector<double>{7, 1, 1, 1}, 1e-9, 0) ==
+        Packing::Infeasible);
+  // Where every prefix passes the conditions decide nothing and the search is left to: 4 + 2 | 3 + 3.
+  CHECK(pack_items(std::vector<double>{4, 3, 3, 2}, std::vector<double>{6, 6}, 1e-9, 0) == Packing::Unknown);
+  CHECK(pack_items(std::vector<double>{4, 3, 3, 2}, std::vector<double>{6, 6}, 1e-9) == Packing::Feasible);
+}
+
 TEST_CASE("window assignment: one assignment of layers to devices for every window", "[bound][windows]") {
   // Two devices. A heavy layer H: 20 ms released at 10. Eight light layers, each 2 ms released at 0
   // and 3 ms released at 10 (no tails). Windows (0, 0) and (10, 0).
