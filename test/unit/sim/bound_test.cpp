@@ -362,7 +362,10 @@ TEST_CASE("window assignment: one assignment of layers to devices for every wind
   // so T − 10 >= 23, T >= 33; in (0, 0) 20 + 2·5 | 6·5 gives 30.
   // One assignment for both: the device with H takes a light layers, the other 8 − a. In (10, 0)
   // the first needs 20 + 3a <= T − 10, in (0, 0) the other 5(8 − a) <= T. Fractional a:
-  // (T − 30) / 3 + T / 5 >= 8, T >= 33.75 — what the bound must prove (whole layers need 35).
+  // (T − 30) / 3 + T / 5 >= 8, T >= 33.75. Layers are whole, so a is an integer: below 33 a = 0 and
+  // below 35 a <= 1, which leaves 7 · 5 = 35 > T for the other device; at 35, a = 1 and 35 <= 35.
+  // The bound proves the whole-layer 35: in the window that limits a device most (the heavy
+  // device's (10, 0), the other's (0, 0)) it takes whole light layers only.
   std::vector<WindowJob> jobs{{10, 20, 0, 0}};
   for (int l = 1; l <= 8; ++l) {
     jobs.push_back({0, 2, 0, l});
@@ -371,15 +374,16 @@ TEST_CASE("window assignment: one assignment of layers to devices for every wind
   const std::vector<Window> windows{{0, 0, 0}, {10, 0, 0}};
   for (int heavy : {1, 3}) {
     INFO("heavy layers placed explicitly: " << heavy);
-    CHECK(window_assignment_bound(jobs, 9, windows, 2, heavy, 0, 100) == Approx(33.75).epsilon(1e-6));
+    CHECK(window_assignment_bound(jobs, 9, windows, 2, heavy, 0, 100) == Approx(35.0).epsilon(1e-6));
   }
-  // With H fractional too, each device may take the most favourable share of every layer: only the
+  // With H light too, each device may take the most favourable share of every layer: only the
   // volume, 60 / 2 = 30, is left (the relaxation is what placing heavy layers explicitly repairs).
   CHECK(window_assignment_bound(jobs, 9, windows, 2, 0, 0, 100) == Approx(30.0).epsilon(1e-6));
-  // An overhead in the whole window: 1 ms per device moves (0, 0) to T − 1: (T − 30) / 3 + (T − 1) / 5
-  // >= 8, T = 34.125.
+  // An overhead in the whole window: 1 ms per device moves (0, 0) to T − 1: below 36, a <= 1 and the
+  // other device needs 35 <= T − 1; at 36, a = 2 and 30 <= 35. (Fractional a gave (T − 30) / 3 +
+  // (T − 1) / 5 >= 8, T = 34.125.)
   const std::vector<Window> with_overhead{{0, 0, 1}, {10, 0, 0}};
-  CHECK(window_assignment_bound(jobs, 9, with_overhead, 2, 1, 0, 100) == Approx(34.125).epsilon(1e-6));
+  CHECK(window_assignment_bound(jobs, 9, with_overhead, 2, 1, 0, 100) == Approx(36.0).epsilon(1e-6));
   // On one device: all 60 ms in (0, 0), more than 10 + 20 + 24 in (10, 0).
   CHECK(window_assignment_bound(jobs, 9, windows, 1, 1, 0, 100) == Approx(60.0).epsilon(1e-6));
 }
