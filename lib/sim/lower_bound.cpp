@@ -112,7 +112,7 @@ std::vector<WindowJob> layer_jobs(const Layers& L, double m) {
     const int layer = static_cast<int>(l);
     jobs.push_back({L.f_before[l], m * L.f[l], f_all - L.f_before[l + 1] + b_all + L.w[0], layer});
     jobs.push_back({f_all + L.b_from[l + 1], m * L.b[l], L.b_before[l] + L.w[0], layer});
-    jobs.push_back({f_all + L.b_from[l], m * L.w[l], 0.0, layer});
+    jobs.push_back({f_all + L.b_from[l], m * L.w[l], 0.0, layer, true});
   }
   return jobs;
 }
@@ -272,14 +272,17 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     // highest stage ends in [k − j, n − j].
     std::vector<double> zero(static_cast<std::size_t>(k), m * 2 * o), warm(zero), warm_cool(zero),
         first_backward(static_cast<std::size_t>(k), m * o);
+    std::vector<DeviceRamp> ramps(static_cast<std::size_t>(k));
     for (int j = 1; j < k; ++j) {
-      double h = kInf, hc = kInf;
+      double h = kInf, c = kInf, hc = kInf;
       for (int a = j; a <= n - k + j; ++a) {
         h = std::min(h, head(a, j));
+        c = std::min(c, tail(a, j));
         hc = std::min(hc, head(a, j) + tail(a, j));
       }
       warm[static_cast<std::size_t>(j)] += h;
       warm_cool[static_cast<std::size_t>(j)] += hc;
+      ramps[static_cast<std::size_t>(j)] = {h, c};
     }
     for (int j = 0; j < k; ++j) {
       double first_b = kInf;
@@ -298,12 +301,14 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     const double windows = layer_windows(jobs, cuts, n, k, work);
     terms.push_back({"layer_windows", windows});
     // The same windows with one assignment of layers to devices for all of them (the heaviest
-    // layers placed explicitly, the rest fractional); the whole-iteration window also holds the
-    // 2m op overheads of every used device.
+    // layers placed explicitly, the rest light), each device rank's room shortened by its warm-up
+    // h_j and, for its F and B work, its cool-down c_j; the whole-iteration window also holds the
+    // 2m op overheads of every used device (its F and B ops), once with W and once without it.
     std::vector<Window> joint = cuts;
     joint.push_back({0.0, 0.0, m * 2 * o});
-    terms.push_back({"window_assignment", window_assignment_bound(jobs, n, joint, k, kHeavyLayers, windows,
-                                                                  std::max(windows, window_hi) + 1e-9)});
+    joint.push_back({0.0, 0.0, m * 2 * o, true});
+    terms.push_back({"window_ramps", window_assignment_bound(jobs, n, joint, k, kHeavyLayers, windows,
+                                                             std::max(windows, window_hi) + 1e-9, ramps)});
     LowerBound lb = finish(std::move(terms), k);
     if (lb.ms < best.ms) best = std::move(lb);
   }

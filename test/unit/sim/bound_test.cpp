@@ -242,7 +242,7 @@ TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound
     REQUIRE(structure.ms <= makespan * (1 + 1e-9));
     tight_any += any.ms >= makespan * (1 - 1e-9);
     tight_structure += structure.ms >= makespan * (1 - 1e-9);
-    joint_binds += any.binding == "window_assignment";
+    joint_binds += any.binding == "window_ramps";
   }
   // The joint window term is exercised: in some plans it is the one that binds.
   CHECK(joint_binds > 0);
@@ -386,6 +386,30 @@ TEST_CASE("window assignment: one assignment of layers to devices for every wind
   CHECK(window_assignment_bound(jobs, 9, with_overhead, 2, 1, 0, 100) == Approx(36.0).epsilon(1e-6));
   // On one device: all 60 ms in (0, 0), more than 10 + 20 + 24 in (10, 0).
   CHECK(window_assignment_bound(jobs, 9, windows, 1, 1, 0, 100) == Approx(60.0).epsilon(1e-6));
+}
+
+TEST_CASE("window ramps: each device rank's windows are shortened by its warm-up and cool-down",
+          "[bound][windows]") {
+  // Two layers of 10 ms released at 0 on two devices, one window (0, 0). Identical devices: 10 | 10,
+  // T = 10. Rank 1 (the device whose first layer is the higher) starts at 5: one layer each needs
+  // T − 5 >= 10, both on rank 0 need T >= 20, so 15.
+  const std::vector<WindowJob> jobs{{0, 10, 0, 0}, {0, 10, 0, 1}};
+  const std::vector<Window> windows{{0, 0, 0}};
+  const std::vector<DeviceRamp> warm_up{{0, 0}, {5, 0}}, both{{0, 0}, {5, 3}};
+  for (int heavy : {0, 1, 2}) {
+    INFO("heavy layers placed explicitly: " << heavy);
+    CHECK(window_assignment_bound(jobs, 2, windows, 2, heavy, 0, 100) == Approx(10.0).epsilon(1e-6));
+    CHECK(window_assignment_bound(jobs, 2, windows, 2, heavy, 0, 100, warm_up) == Approx(15.0).epsilon(1e-6));
+    // Its F and B work also ends 3 before T: T − 5 − 3 >= 10, 18.
+    CHECK(window_assignment_bound(jobs, 2, windows, 2, heavy, 0, 100, both) == Approx(18.0).epsilon(1e-6));
+  }
+  // W work may run after the device's last B: the cool-down does not shorten a window holding it.
+  const std::vector<WindowJob> weights{{0, 10, 0, 0, true}, {0, 10, 0, 1, true}};
+  CHECK(window_assignment_bound(weights, 2, windows, 2, 1, 0, 100, both) == Approx(15.0).epsilon(1e-6));
+  // A window that counts only F and B leaves the W work out; what is left is that rank 1, a used
+  // device, runs its F and B ops within [5, T − 3]: 8.
+  const std::vector<Window> fb_only{{0, 0, 0, true}};
+  CHECK(window_assignment_bound(weights, 2, fb_only, 2, 1, 0, 100, both) == Approx(8.0).epsilon(1e-6));
 }
 
 TEST_CASE("the ramp of device rank j pays j op overheads and j transfers", "[bound]") {
