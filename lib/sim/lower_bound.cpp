@@ -138,8 +138,9 @@ std::vector<Window> layer_cuts(const std::vector<WindowJob>& jobs) {
 /// A device's jobs released at or after r with a tail of at least q run within [r, T − q], and a
 /// layer's jobs are on one device, so for every window the layers' work inside it packs into k bins
 /// of T − r − q (each window on its own; window_assignment_bound asks for one assignment for all).
+/// The search starts at `lo` (a bound already proven) and stops at `cap` (what the caller needs).
 double layer_windows(const std::vector<WindowJob>& jobs, const std::vector<Window>& cuts, int n, int k,
-                     double lo) {
+                     double lo, double cap) {
   const auto N = static_cast<std::size_t>(n);
   double total = 0, r_max = 0, q_max = 0;
   for (const WindowJob& j : jobs) {
@@ -179,7 +180,7 @@ double layer_windows(const std::vector<WindowJob>& jobs, const std::vector<Windo
     }
     return false;
   };
-  return largest_infeasible(lo, std::max(lo, total + r_max + q_max) + 1e-9, infeasible);
+  return largest_infeasible(lo, std::min(cap, std::max(lo, total + r_max + q_max) + 1e-9), infeasible);
 }
 
 }  // namespace
@@ -298,7 +299,14 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     terms.push_back({"warm_up", packing_bound(all, warm)});
     terms.push_back({"warm_up_cool_down", packing_bound(fb, warm_cool)});
     terms.push_back({"first_backward", packing_bound(bw, first_backward)});
-    const double windows = layer_windows(jobs, cuts, n, k, work);
+    // The window terms are the expensive ones. They only matter where they exceed the cheap terms
+    // (so their search starts at the largest cheap term, and a term that cannot exceed it costs one
+    // probe: it is then reported at that value) and where this k can still lower the minimum over
+    // k (so their search stops at the best bound of the counts before).
+    double cheap = 0;
+    for (const BoundTerm& t : terms) cheap = std::max(cheap, t.ms);
+    if (cheap >= best.ms) continue;
+    const double windows = layer_windows(jobs, cuts, n, k, cheap, best.ms);
     terms.push_back({"layer_windows", windows});
     // The same windows with one assignment of layers to devices for all of them (the heaviest
     // layers placed explicitly, the rest light), each device rank's room shortened by its warm-up
@@ -307,8 +315,9 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     std::vector<Window> joint = cuts;
     joint.push_back({0.0, 0.0, m * 2 * o});
     joint.push_back({0.0, 0.0, m * 2 * o, true});
-    terms.push_back({"window_ramps", window_assignment_bound(jobs, n, joint, k, kHeavyLayers, windows,
-                                                             std::max(windows, window_hi) + 1e-9, ramps)});
+    terms.push_back({"window_ramps",
+                     window_assignment_bound(jobs, n, joint, k, kHeavyLayers, windows,
+                                             std::min(best.ms, std::max(windows, window_hi) + 1e-9), ramps)});
     LowerBound lb = finish(std::move(terms), k);
     if (lb.ms < best.ms) best = std::move(lb);
   }

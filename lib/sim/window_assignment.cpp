@@ -190,20 +190,29 @@ double window_assignment_bound(std::span<const WindowJob> jobs, int layers, std:
   // cap[rank][mask]: the most light work that rank takes next to the heavy layers in `mask`
   // (negative: the heavy layers alone do not fit).
   std::vector<double> cap(ranks * masks);
+  // What a window takes from T on each rank (its release and tail, shortened by the rank's ramps,
+  // and its overhead) and what the heavy layers of each mask put inside it: fixed over the search.
+  std::vector<double> offset(ranks * C), heavy_in(masks * C, 0.0);
+  for (std::size_t d = 0; d < ranks; ++d) {
+    const DeviceRamp ramp = ranked ? ramps[d] : DeviceRamp{};
+    for (std::size_t c = 0; c < C; ++c) {
+      const Window& w = windows[c];
+      offset[d * C + c] =
+          std::max(w.release, ramp.release) + (fb[c] ? std::max(w.tail, ramp.tail) : w.tail) + w.overhead;
+    }
+  }
+  for (std::size_t mask = 0; mask < masks; ++mask)
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t i = 0; i < H; ++i)
+        if (mask >> i & 1) heavy_in[mask * C + c] += inside[c][heavy_layers[i]];
   auto infeasible = [&](double t) {
     const double eps = 1e-9 * std::max(1.0, std::abs(t));
     for (std::size_t d = 0; d < ranks; ++d) {
-      const DeviceRamp ramp = ranked ? ramps[d] : DeviceRamp{};
       for (std::size_t mask = 0; mask < masks; ++mask) {
         double most = light_total, room_at_most = 0;
         std::size_t at = C;
         for (std::size_t c = 0; c < C; ++c) {
-          const Window& w = windows[c];
-          double heavy_inside = 0;
-          for (std::size_t i = 0; i < H; ++i)
-            if (mask >> i & 1) heavy_inside += inside[c][heavy_layers[i]];
-          const double room = t - std::max(w.release, ramp.release) -
-                              (fb[c] ? std::max(w.tail, ramp.tail) : w.tail) - w.overhead - heavy_inside;
+          const double room = t - offset[d * C + c] - heavy_in[mask * C + c];
           if (room < -eps) {
             most = -1;
             break;
