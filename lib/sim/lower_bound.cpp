@@ -206,7 +206,11 @@ Plan layer_plan(const Plan& plan) {
   return p;
 }
 
-LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
+namespace {
+
+/// The any-plan bound: with `full`, every term; without, only the cheap ones (work, critical path,
+/// granularity, warm-up), each the same as in the full bound, so the result is never above it.
+LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
   const Layers L(in);
   if (L.n < 1) fail("lower bound: the model has no layers");
   if (in.devices < 1) fail("lower bound: {} devices (expected at least 1)", in.devices);
@@ -245,7 +249,7 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
   auto head = [&](int a, int j) { return L.f_before[static_cast<std::size_t>(a)] + chain(a, j); };
   auto tail = [&](int a, int j) { return L.b_before[static_cast<std::size_t>(a)] + L.w[0] + chain(a, j); };
 
-  const std::vector<WindowJob> jobs = layer_jobs(L, m);
+  const std::vector<WindowJob> jobs = full ? layer_jobs(L, m) : std::vector<WindowJob>{};
   const std::vector<Window> cuts = layer_cuts(jobs);
   double window_hi = 0;  // one device runs everything after the largest release, before the largest tail
   {
@@ -297,6 +301,11 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     std::vector<BoundTerm> terms{{"work", work}, {"critical_path", path}};
     terms.push_back({"granularity", packing_bound(all, zero)});
     terms.push_back({"warm_up", packing_bound(all, warm)});
+    if (!full) {
+      LowerBound lb = finish(std::move(terms), k);
+      if (lb.ms < best.ms) best = std::move(lb);
+      continue;
+    }
     terms.push_back({"warm_up_cool_down", packing_bound(fb, warm_cool)});
     terms.push_back({"first_backward", packing_bound(bw, first_backward)});
     // The window terms are the expensive ones. They only matter where they exceed the cheap terms
@@ -322,6 +331,16 @@ LowerBound any_plan_lower_bound(const SimInput& in, int microbatches) {
     if (lb.ms < best.ms) best = std::move(lb);
   }
   return best;
+}
+
+}  // namespace
+
+LowerBound any_plan_lower_bound(const SimInput& layers, int microbatches) {
+  return any_plan_bound(layers, microbatches, true);
+}
+
+LowerBound quick_lower_bound(const SimInput& layers, int microbatches) {
+  return any_plan_bound(layers, microbatches, false);
 }
 
 LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatches, const SimInput& in) {

@@ -50,6 +50,11 @@ struct LowerBound {
 /// op overhead and devices come from `layers` too. Throws octo::Error for an empty model.
 [[nodiscard]] LowerBound any_plan_lower_bound(const SimInput& layers, int microbatches);
 
+/// The cheap terms of any_plan_lower_bound only — total work, the critical path, the granularity
+/// and the warm-up, each at every used-device count — for a search that ranks many inputs and
+/// computes the full bound only where the ranking needs it: never above any_plan_lower_bound.
+[[nodiscard]] LowerBound quick_lower_bound(const SimInput& layers, int microbatches);
+
 /// The bound over every schedule of `stages` (partition, placement, recompute flags) with costs
 /// `in` (in.stages: one per stage) and `microbatches` micro-batches.
 [[nodiscard]] LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatches,

@@ -146,20 +146,6 @@ SimInput layer_input(const PlannerInputs& inputs, const Factorization& f) {
   return make_sim_input(layer_plan(skeleton), inputs);
 }
 
-/// A lower bound on any plan that costs one pass over the layers: all F, B and W work of the
-/// iteration spread over the P devices, and the forward-then-backward chain of one micro-batch
-/// through every layer (two terms of the any-plan bound, here without op overheads and
-/// transfers, so never above it). The full bound packs layers for every used-device count and
-/// takes seconds at PP 64; the search computes it only where the order or a pruning needs it.
-double quick_bound(const SimInput& layers, int microbatches) {
-  double work = 0, path = 0;
-  for (const StageCost& c : layers.stages) {
-    work += c.f_ms + c.b_ms + c.w_ms;
-    path += c.f_ms + c.b_ms;
-  }
-  return std::max(work * microbatches / std::max(layers.devices, 1), path);
-}
-
 /// The rows to tune, in the search's order: splits (TP, PP, DP, EP, ZeRO) by their best bound
 /// over the micro-batch sizes (ties: less static memory first, then enumeration order), each split's rows by
 /// ascending micro-batch size. Every row starts with its quick bound and gets the full any-plan bound when
@@ -408,7 +394,7 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
         row.status = FactorizationStatus::TooBig;
         continue;
       }
-      row.lower_bound_ms = quick_bound(layer_input(inputs[i], row.f), row.f.microbatches);
+      row.lower_bound_ms = quick_lower_bound(layer_input(inputs[i], row.f), row.f.microbatches).ms;
       row.bound_is_quick = true;
       candidates.push_back(i);
     } catch (const Error& e) {

@@ -239,6 +239,8 @@ TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound
                  << structure.binding << ")");
     REQUIRE(any.ms > 0);
     REQUIRE(any.ms <= makespan * (1 + 1e-9));
+    // The cheap terms only: a subset of the same terms, so never above the full bound.
+    REQUIRE(quick_lower_bound(c.layers, c.plan.microbatches).ms <= any.ms * (1 + 1e-12));
     REQUIRE(structure.ms <= makespan * (1 + 1e-9));
     tight_any += any.ms >= makespan * (1 - 1e-9);
     tight_structure += structure.ms >= makespan * (1 - 1e-9);
@@ -302,6 +304,8 @@ TEST_CASE("coarse layers: the granularity is the pigeonhole count, far above the
   REQUIRE(a.terms[2].name == "granularity");
   CHECK(a.terms[2].ms == Approx(36.0).epsilon(1e-6));
   CHECK(a.ms >= 36.0 * (1 - 1e-6));
+  // The quick bound has the granularity term too.
+  CHECK(quick_lower_bound(in, 4).ms == Approx(36.0).epsilon(1e-6));
   // 26 equal layers of F = 5 on 8 devices (the coarse MoE profile's shape), 10 micro-batches: a
   // device holds 4 of them, 200, while the volume gives 162.5.
   const std::vector<StageCost> moe(26, cost(5, 0, 0));
