@@ -139,12 +139,12 @@ double largest_infeasible(double lo, double hi, const std::function<bool(double)
   return lo;
 }
 
-double min_packable_time(std::span<const double> items, std::span<const double> offsets, double lo,
-                         double hi) {
+double min_packable_time(std::span<const double> items, std::span<const double> offsets, double lo, double hi,
+                         std::int64_t node_limit) {
   std::vector<double> caps(offsets.size());
   return largest_infeasible(lo, hi, [&](double t) {
     for (std::size_t j = 0; j < offsets.size(); ++j) caps[j] = t - offsets[j];
-    return pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t))) == Packing::Infeasible;
+    return pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), node_limit) == Packing::Infeasible;
   });
 }
 

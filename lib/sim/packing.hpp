@@ -37,8 +37,8 @@ enum class Packing : std::uint8_t {
 /// The smallest T in [lo, hi] (to a relative precision of about 1e-7) for which the items are not
 /// proven unpackable into bins of capacity T − offset[j]: a number that is <= the true smallest
 /// feasible T, i.e. a valid lower bound. `hi` must be feasible (e.g. every item fits in one bin);
-/// returns lo when lo is not proven infeasible.
+/// returns lo when lo is not proven infeasible. `node_limit`: of each packing search (pack_items).
 [[nodiscard]] double min_packable_time(std::span<const double> items, std::span<const double> offsets,
-                                       double lo, double hi);
+                                       double lo, double hi, std::int64_t node_limit = 20000);
 
 }  // namespace octo
