@@ -442,8 +442,9 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
     if (tuned >= hard_cap || (tuned >= max_tuned && result.winner >= 0) ||
         (options.tune.wall_cap_s > 0 && left_s <= 0) || (options.tune.stop && options.tune.stop->load()))
       return Next::Stop;  // the rows not reached stay "not tuned", with the bound they had
-    // A quick bound already at the best cannot win; below it, the full bound decides.
-    if (row.lower_bound_ms < best_ms && std::isfinite(best_ms)) order.make_full(i);
+    // A quick bound already at the best cannot win; below it (and before anything is tuned), the full
+    // bound decides, so a tuned row carries its full bound.
+    if (row.lower_bound_ms < best_ms) order.make_full(i);
     if (row.status == FactorizationStatus::Failed) return Next::Go;
     if (row.lower_bound_ms >= best_ms) {
       row.status = FactorizationStatus::PrunedByBound;
