@@ -8,7 +8,10 @@
 ///   devices; the critical path of one micro-batch; the layer granularity (layers are indivisible,
 ///   so the busiest device carries the best possible packing of whole layers); the warm-up before
 ///   a device's first forward and the cool-down after its last backward, packed together with the
-///   granularity; the wait for the first backward to reach a device. It is taken at the number of
+///   granularity; the wait for the first backward to reach a device; every layer's work inside
+///   every window of release and tail times (layer_windows), and one assignment of whole layers to
+///   the device ranks for all windows at once, each rank's windows shortened by its ramps
+///   (window_ramps, sim/window_assignment.hpp). It is taken at the number of
 ///   devices actually used that minimises it, so it also holds for plans that leave devices empty.
 /// - structure_lower_bound: no schedule of one partition + placement + recompute choice runs
 ///   faster: the critical path of one micro-batch, and per device a one-machine relaxation of its

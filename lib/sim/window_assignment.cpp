@@ -157,7 +157,6 @@ double window_assignment_bound(std::span<const WindowJob> jobs, int layers, std:
   std::vector<std::vector<double>> inside(C, std::vector<double>(n, 0.0));
   std::vector<double> work(n, 0.0);
   std::vector<bool> fb(C, true);
-  for (std::size_t c = 0; c < C; ++c) fb[c] = true;
   for (const WindowJob& j : jobs) {
     const auto l = static_cast<std::size_t>(j.layer);
     work[l] += j.work;
