@@ -17,6 +17,7 @@ OpGraph::OpGraph(const ListScheduleProblem& p, bool split)
   present_.assign(n, 0);
   dur_.assign(n, 0.0);
   kind_.assign(n, OpKind::F);
+  mem_.assign(n, 0);
   pred_begin_.assign(n + 1, 0);
   std::vector<std::vector<std::pair<int, double>>> preds(n);
   for (int s = 0; s < S; ++s) {
@@ -29,6 +30,7 @@ OpGraph::OpGraph(const ListScheduleProblem& p, bool split)
         present_[static_cast<std::size_t>(op)] = 1;
         dur_[static_cast<std::size_t>(op)] = ms;
         kind_[static_cast<std::size_t>(op)] = kind;
+        mem_[static_cast<std::size_t>(op)] = activation_change(kind, rc, c.activations());
         ++ops_;
         for (const Need& need : needs(kind, s, S, rc)) {
           const int from = id(need.stage, m, op_slot::slot_of(need.pick));

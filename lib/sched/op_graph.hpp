@@ -1,11 +1,11 @@
 #pragma once
 /// The op graph of a compute-only schedule of one partition + placement: every compute op of
 /// every (stage, micro-batch) with its duration (as the list scheduler and the simulator count
-/// it), the data edges between them with their transfer delays (plan/semantics.hpp's rules), and,
-/// for a given per-device order, the device edges. Timing an order gives every op's earliest start
-/// (head) with ideal transfers (what ListSchedule::makespan_ms reports), its tail (the longest
-/// path from its start to the end, its own duration included) and the critical path. Shared by the
-/// schedulers that work on whole orders (sched/slack_scheduler.hpp, sched/order_search.hpp).
+/// it) and its activation memory change, the data edges between them with their transfer delays
+/// (plan/semantics.hpp's rules), and, for a given per-device order, the device edges. Timing an order gives
+/// every op's earliest start (head) with ideal transfers (what ListSchedule::makespan_ms reports), its tail
+/// (the longest path from its start to the end, its own duration included) and the critical path. Shared by
+/// the schedulers that work on whole orders (sched/slack_scheduler.hpp, sched/order_search.hpp).
 
 #include <cstdint>
 #include <string>
@@ -33,6 +33,8 @@ class OpGraph {
   [[nodiscard]] bool present(int op) const { return present_[static_cast<std::size_t>(op)] != 0; }
   [[nodiscard]] double dur(int op) const { return dur_[static_cast<std::size_t>(op)]; }
   [[nodiscard]] OpKind kind(int op) const { return kind_[static_cast<std::size_t>(op)]; }
+  /// Bytes the op allocates (> 0) or frees (< 0) on its device (plan/semantics.hpp's memory rules).
+  [[nodiscard]] std::int64_t memory_change(int op) const { return mem_[static_cast<std::size_t>(op)]; }
   [[nodiscard]] bool split() const { return split_; }
   [[nodiscard]] int devices() const { return devices_; }
   [[nodiscard]] int stages() const { return static_cast<int>(stage_device_.size()); }
@@ -65,6 +67,7 @@ class OpGraph {
   std::vector<std::uint8_t> present_;
   std::vector<double> dur_;
   std::vector<OpKind> kind_;
+  std::vector<std::int64_t> mem_;
   std::vector<int> pred_begin_, succ_begin_;
   std::vector<std::pair<int, double>> pred_, succ_;
 };

@@ -10,12 +10,6 @@
 namespace octo {
 namespace order_detail {
 
-/// The change in a device's in-flight (stage, micro-batch) pairs when `kind` runs.
-int inflight_delta(OpKind kind) {
-  if (kind == OpKind::F) return 1;
-  return kind == OpKind::B || kind == OpKind::BW ? -1 : 0;
-}
-
 /// The op at position `from` of `device`'s order moves to position `to` (its index afterwards).
 struct Move {
   int device = 0, from = 0, to = 0;
@@ -24,7 +18,7 @@ struct Move {
 
 class Search {
  public:
-  Search(const OpGraph& g, const OrderSearchOptions& o, std::vector<int> cap, TimedOrder start)
+  Search(const OpGraph& g, const OrderSearchOptions& o, std::vector<std::int64_t> cap, TimedOrder start)
       : g_(g),
         o_(o),
         cap_(std::move(cap)),
@@ -76,6 +70,10 @@ class Search {
       mark_tabu(*taken, out.iterations);
       cur_ = std::move(chosen);
       if (cur_.makespan < best_.makespan * (1 - 1e-12)) {
+        if (o_.runners_up > 0) {
+          if (static_cast<int>(earlier_.size()) == o_.runners_up) earlier_.erase(earlier_.begin());
+          earlier_.push_back(best_.order);
+        }
         best_ = cur_;
         ++out.improvements;
         stall = 0;
@@ -87,13 +85,15 @@ class Search {
   }
 
   [[nodiscard]] const TimedOrder& best() const { return best_; }
+  /// Earlier best orders, oldest first.
+  [[nodiscard]] const std::vector<std::vector<std::vector<int>>>& earlier() const { return earlier_; }
 
  private:
   [[nodiscard]] bool reached_target() const {
     return o_.target_ms > 0 && best_.makespan <= o_.target_ms * (1 + 1e-12);
   }
 
-  /// Tails, one critical path, positions and in-flight counts of the current order.
+  /// Tails, one critical path, positions and activation bytes of the current order.
   void analyse() {
     tail_ = tails(g_, cur_);
     path_ = critical_path(g_, cur_, tail_);
@@ -103,7 +103,7 @@ class Search {
       before_[d].assign(list.size() + 1, 0);
       for (std::size_t i = 0; i < list.size(); ++i) {
         pos_[static_cast<std::size_t>(list[i])] = static_cast<int>(i);
-        before_[d][i + 1] = before_[d][i] + inflight_delta(g_.kind(list[i]));
+        before_[d][i + 1] = before_[d][i] + g_.memory_change(list[i]);
       }
     }
   }
@@ -140,23 +140,22 @@ class Search {
       std::rotate(seg.begin(), seg.begin() + 1, seg.end());
   }
 
+  /// Appends `m` unless it raises its device's activation peak above the cap (the bytes before
+  /// and after the moved segment do not change; only the segment's own peak can).
   void push_if_fits(std::vector<Move>& out, const Move& m) const {
     const auto d = static_cast<std::size_t>(m.device);
-    const int cap = d < cap_.size() ? cap_[d] : 0;
-    if (cap > 0) {
-      std::vector<int> seg;
-      segment(m, seg);
-      const int lo = std::min(m.from, m.to);
-      int now = before_[d][static_cast<std::size_t>(lo)], old_now = now, peak = now, old_peak = now;
-      const auto& list = cur_.order[d];
-      for (std::size_t k = 0; k < seg.size(); ++k) {
-        now += inflight_delta(g_.kind(seg[k]));
-        old_now += inflight_delta(g_.kind(list[static_cast<std::size_t>(lo) + k]));
-        peak = std::max(peak, now);
-        old_peak = std::max(old_peak, old_now);
-      }
-      if (peak > cap && peak > old_peak) return;
+    std::vector<int> seg;
+    segment(m, seg);
+    const int lo = std::min(m.from, m.to);
+    std::int64_t now = before_[d][static_cast<std::size_t>(lo)], old_now = now, peak = now, old_peak = now;
+    const auto& list = cur_.order[d];
+    for (std::size_t k = 0; k < seg.size(); ++k) {
+      now += g_.memory_change(seg[k]);
+      old_now += g_.memory_change(list[static_cast<std::size_t>(lo) + k]);
+      peak = std::max(peak, now);
+      old_peak = std::max(old_peak, old_now);
     }
+    if (peak > cap_[d] && peak > old_peak) return;
     out.push_back(m);
   }
 
@@ -268,12 +267,13 @@ class Search {
 
   const OpGraph& g_;
   const OrderSearchOptions& o_;
-  std::vector<int> cap_;
+  std::vector<std::int64_t> cap_;
   SplitMix64 rng_;
   TimedOrder cur_, best_;
+  std::vector<std::vector<std::vector<int>>> earlier_;
   std::vector<double> tail_;
   std::vector<int> path_;
-  std::vector<std::vector<int>> before_;  ///< per device: in-flight pairs before each position
+  std::vector<std::vector<std::int64_t>> before_;  ///< per device: activation bytes before each position
   std::vector<int> pos_;
   std::vector<int> seg_;
   std::vector<int> mark_, placed_;
@@ -285,19 +285,6 @@ class Search {
 
 }  // namespace order_detail
 
-std::vector<int> inflight_peaks(const Programs& programs) {
-  std::vector<int> out;
-  for (const auto& list : programs) {
-    int now = 0, peak = 0;
-    for (const Op& op : list) {
-      now += order_detail::inflight_delta(op.kind);
-      peak = std::max(peak, now);
-    }
-    out.push_back(peak);
-  }
-  return out;
-}
-
 OrderSearchResult order_search(const ListScheduleProblem& problem, const Programs& start,
                                const OrderSearchOptions& options) {
   check_problem(problem, "order search");
@@ -306,11 +293,22 @@ OrderSearchResult order_search(const ListScheduleProblem& problem, const Program
   OrderSearchResult out;
   out.schedule.infeasible = order_of(g, start, t);
   if (!out.schedule.feasible()) return out;
-  std::vector<int> cap = options.inflight_cap.empty() ? inflight_peaks(start) : options.inflight_cap;
+  // A device's cap is never below its peak in the start order.
+  std::vector<std::int64_t> cap(t.order.size(), 0);
+  for (std::size_t d = 0; d < t.order.size(); ++d) {
+    std::int64_t now = 0;
+    for (const int op : t.order[d]) cap[d] = std::max(cap[d], now += g.memory_change(op));
+    if (d < options.activation_cap.size()) cap[d] = std::max(cap[d], options.activation_cap[d]);
+  }
   order_detail::Search search(g, options, std::move(cap), std::move(t));
   search.run(out);
   out.schedule.programs = programs_of(g, search.best());
   out.schedule.makespan_ms = search.best().makespan;
+  for (auto it = search.earlier().rbegin(); it != search.earlier().rend(); ++it) {
+    TimedOrder e;
+    e.order = *it;
+    out.runners_up.push_back(programs_of(g, e));
+  }
   return out;
 }
 

@@ -12,10 +12,10 @@
 /// order with a small random perturbation. Deterministic for a given seed; its work is counted in
 /// timed ops and limited.
 ///
-/// Memory: a move is rejected when it raises a device's in-flight activations — (stage,
-/// micro-batch) pairs whose F has run on the device and whose backward (B or BW) has not — above
-/// the cap (by default each device's peak in the start order). Bytes are not modelled: the
-/// caller's simulator checks the result against the memory limit.
+/// Memory: a move is rejected when it raises a device's activation bytes (plan/semantics.hpp's
+/// memory rules: F allocates, B / BW / W free) above the device's cap, by default its peak in the
+/// start order, so the searched order needs no more activation memory than the start (the
+/// simulator, which applies the same rules, confirms it).
 
 #include <cstdint>
 #include <vector>
@@ -28,22 +28,27 @@ namespace octo {
 struct OrderSearchOptions {
   /// Work limit: ops timed, exactly (a whole order) or in a move's estimate (its segment).
   std::int64_t max_timed_ops = 4'000'000;
-  /// Per device, the most (stage, micro-batch) pairs between F and backward; empty: each device's
-  /// peak in the start order. A zero entry: no cap on that device.
-  std::vector<int> inflight_cap;
+  /// Per device, the most activation bytes the order may hold (e.g. memory limit − static bytes);
+  /// a device's cap is never below its peak in the start order. Empty: those peaks.
+  std::vector<std::int64_t> activation_cap;
   std::uint64_t seed = 1;
   /// Stop once the makespan reaches this (e.g. a proven lower bound); 0: never.
   double target_ms = 0;
-  int tenure = 6;           ///< base tabu tenure in iterations (a random 0..tenure is added)
-  int candidates = 3;       ///< moves timed exactly per iteration, best estimates first
+  int tenure = 4;           ///< base tabu tenure in iterations (a random 0..tenure is added)
+  int candidates = 2;       ///< moves timed exactly per iteration, best estimates first
   int restart_after = 40;   ///< iterations without a new best before a restart from the best
-  int max_block_moves = 6;  ///< ops of a block, from each end, that may move to the other end
+  int max_block_moves = 3;  ///< ops of a block, from each end, that may move to the other end
+  int runners_up = 3;       ///< earlier best orders to return besides the best
 };
 
 struct OrderSearchResult {
   /// The best order found, re-timed with ideal transfers, or `start` itself with its own timing
   /// when nothing was better; `infeasible` names a problem only for a malformed start.
   ListSchedule schedule;
+  /// The orders that were the best before the final one, newest first (at most
+  /// OrderSearchOptions::runners_up): nearly as fast with ideal transfers, they may be faster
+  /// where links are shared, which only the caller's simulator sees.
+  std::vector<Programs> runners_up;
   std::int64_t timed_ops = 0;
   int iterations = 0;
   int improvements = 0;  ///< new best orders
@@ -53,8 +58,5 @@ struct OrderSearchResult {
 /// problem (as list_schedule).
 [[nodiscard]] OrderSearchResult order_search(const ListScheduleProblem& problem, const Programs& start,
                                              const OrderSearchOptions& options = {});
-
-/// Per device, the peak of (stage, micro-batch) pairs between F and backward along `programs`.
-[[nodiscard]] std::vector<int> inflight_peaks(const Programs& programs);
 
 }  // namespace octo

@@ -1,7 +1,7 @@
 // Order search (tabu search over the per-device op orders): it reaches the optimum of small
 // problems enumerated exhaustively here, the 1F1B closed form 3(m + p − 1) without going below it,
 // is never worse than its start on random problems (programs complete, valid, deadlock-free, the
-// in-flight cap respected), is deterministic, and reports malformed orders.
+// activation cap respected), is deterministic, and reports malformed orders.
 
 #include "sched/order_search.hpp"
 
@@ -144,13 +144,18 @@ double exhaustive_optimum(const ListScheduleProblem& p) {
   return best;
 }
 
-/// Per device, the peak of (stage, micro-batch) pairs whose F ran and whose BW did not.
-std::vector<int> peaks(const Programs& programs) {
-  std::vector<int> out;
+/// Per device, the peak activation bytes along `programs`: F keeps its stage's act_bytes, B frees
+/// them but wgrad_bytes, W the rest, BW all (no stage recomputes here).
+std::vector<std::int64_t> peak_bytes(const ListScheduleProblem& p, const Programs& programs) {
+  std::vector<std::int64_t> out;
   for (const auto& list : programs) {
-    int now = 0, peak = 0;
+    std::int64_t now = 0, peak = 0;
     for (const Op& o : list) {
-      now += o.kind == OpKind::F ? 1 : o.kind == OpKind::BW || o.kind == OpKind::B ? -1 : 0;
+      const StageCost& c = p.costs[static_cast<std::size_t>(o.stage)];
+      if (o.kind == OpKind::F) now += c.act_bytes;
+      if (o.kind == OpKind::B) now -= c.act_bytes - c.wgrad_bytes;
+      if (o.kind == OpKind::W) now -= c.wgrad_bytes;
+      if (o.kind == OpKind::BW) now -= c.act_bytes;
       peak = std::max(peak, now);
     }
     out.push_back(peak);
@@ -205,7 +210,7 @@ TEST_CASE("order search reaches the exhaustive optimum of small problems", "[ord
       for (int s = 0; s + 1 < p.stages(); ++s) p.transfer_ms.push_back(0.5 * static_cast<double>(rng() % 3));
       const double optimum = exhaustive_optimum(p);
       OrderSearchOptions o;
-      o.inflight_cap.assign(static_cast<std::size_t>(p.devices), 0);  // memory free
+      o.activation_cap.assign(static_cast<std::size_t>(p.devices), std::int64_t{1} << 40);  // memory free
       o.max_timed_ops = 200000;
       const OrderSearchResult r = order_search(p, sequential(p), o);
       REQUIRE(r.schedule.feasible());
@@ -218,15 +223,15 @@ TEST_CASE("order search reaches the exhaustive optimum of small problems", "[ord
 TEST_CASE("order search reaches the 1F1B closed form and never goes below it", "[order]") {
   // p stages on p devices, F = 1, fused BW = 2: device d cannot start before d, runs 3m of work
   // and its last BW is followed by d more BWs upstream, so no order beats 3m + 3(p − 1); 1F1B
-  // (in flight at most p − d on device d) reaches it. From the sequential order (3pm) with a cap
-  // of p pairs per device the search must find such an order.
+  // (at most p − d micro-batches' activations on device d) reaches it. From the sequential order
+  // (3pm) with room for p micro-batches per device the search must find such an order.
   for (const int pp : {2, 3, 4})
     for (const int m : {4, 8}) {
       std::vector<int> map(static_cast<std::size_t>(pp));
       std::iota(map.begin(), map.end(), 0);
       const ListScheduleProblem p = problem(pp, m, map);
       OrderSearchOptions o;
-      o.inflight_cap.assign(static_cast<std::size_t>(pp), pp);
+      o.activation_cap.assign(static_cast<std::size_t>(pp), pp * p.costs[0].act_bytes);
       o.max_timed_ops = 2'000'000;
       const OrderSearchResult r = order_search(p, sequential(p), o);
       REQUIRE(r.schedule.feasible());
@@ -235,7 +240,8 @@ TEST_CASE("order search reaches the 1F1B closed form and never goes below it", "
       CHECK(r.schedule.makespan_ms >= bound * (1 - 1e-12));
       CHECK(r.schedule.makespan_ms == Approx(bound));
       CHECK(relaxed_makespan(p, r.schedule.programs) == Approx(bound));
-      for (const int peak : peaks(r.schedule.programs)) CHECK(peak <= pp);
+      for (const std::int64_t peak : peak_bytes(p, r.schedule.programs))
+        CHECK(peak <= pp * p.costs[0].act_bytes);
     }
 }
 
@@ -253,6 +259,8 @@ TEST_CASE("order search is never worse than its start, keeps programs valid and 
       c.f_ms = 0.5 + (rng() % 8) * 0.25;
       c.b_ms = 2 * c.f_ms;
       c.w_ms = trial % 2 ? c.f_ms : 0;
+      c.act_bytes = 50 + static_cast<std::int64_t>(rng() % 100);
+      c.wgrad_bytes = trial % 2 ? c.act_bytes / 3 : 0;
     }
     ListScheduleOptions lo;
     lo.split_bw = trial % 2 == 1;
@@ -267,7 +275,8 @@ TEST_CASE("order search is never worse than its start, keeps programs valid and 
     CHECK(r.timed_ops > 0);
     CHECK(r.schedule.makespan_ms <= start.makespan_ms * (1 + 1e-12));
     improved += r.schedule.makespan_ms < start.makespan_ms * (1 - 1e-9);
-    const std::vector<int> before = peaks(start.programs), after = peaks(r.schedule.programs);
+    const std::vector<std::int64_t> before = peak_bytes(p, start.programs),
+                                    after = peak_bytes(p, r.schedule.programs);
     for (int d = 0; d < D; ++d) {
       const auto du = static_cast<std::size_t>(d);
       CHECK(std::is_permutation(start.programs[du].begin(), start.programs[du].end(),
@@ -286,7 +295,7 @@ TEST_CASE("order search is deterministic for a seed and stops at its work limit"
   for (std::size_t s = 0; s < p.costs.size(); ++s) p.costs[s].f_ms = 0.5 + 0.3 * static_cast<double>(s % 3);
   OrderSearchOptions o;
   o.max_timed_ops = 30000;
-  o.inflight_cap.assign(3, 6);
+  o.activation_cap.assign(3, 6 * p.costs[0].act_bytes);
   const Programs start = sequential(p);
   const OrderSearchResult a = order_search(p, start, o), b = order_search(p, start, o);
   CHECK(a.schedule.programs == b.schedule.programs);
