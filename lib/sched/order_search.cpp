@@ -26,6 +26,11 @@ class Search {
         cur_(std::move(start)),
         best_(cur_),
         pos_(g.size(), 0),
+        prev_(g.size(), -1),
+        next_(g.size(), -1),
+        new_pos_(g.size(), 0),
+        area_mark_(g.size(), 0),
+        missing_(g.size(), 0),
         mark_(g.size(), 0),
         placed_(g.size(), 0),
         head_(g.size(), 0.0),
@@ -49,12 +54,10 @@ class Search {
         if (timed >= o_.candidates || out.timed_ops >= o_.max_timed_ops) break;
         const bool tabu = is_tabu(m);
         if (tabu && !(m.estimate < best_.makespan)) continue;  // aspiration by estimate only
-        TimedOrder trial;
-        trial.order = cur_.order;
+        TimedOrder trial = cur_;
         apply(trial, m);
-        out.timed_ops += g_.ops();
         ++timed;
-        if (!time_order(g_, trial)) continue;
+        if (!retime(trial, m, out)) continue;
         if (tabu && !(trial.makespan < best_.makespan * (1 - 1e-12))) continue;
         if (!taken || trial.makespan < chosen.makespan) {
           chosen = std::move(trial);
@@ -103,6 +106,8 @@ class Search {
       before_[d].assign(list.size() + 1, 0);
       for (std::size_t i = 0; i < list.size(); ++i) {
         pos_[static_cast<std::size_t>(list[i])] = static_cast<int>(i);
+        prev_[static_cast<std::size_t>(list[i])] = i > 0 ? list[i - 1] : -1;
+        next_[static_cast<std::size_t>(list[i])] = i + 1 < list.size() ? list[i + 1] : -1;
         before_[d][i + 1] = before_[d][i] + g_.memory_change(list[i]);
       }
     }
@@ -208,6 +213,83 @@ class Search {
     return est;
   }
 
+  /// Re-times `t` — the current order, timed, with `m` applied — incrementally: only the ops
+  /// downstream of the moved segment (by data or device edges of the new order) can start at
+  /// another time; they are re-timed in a topological order of their own, the others keep their
+  /// starts. Counts the re-timed ops; false on a cycle (which must pass through the segment).
+  bool retime(TimedOrder& t, const Move& m, OrderSearchResult& out) {
+    const auto& list = t.order[static_cast<std::size_t>(m.device)];
+    const int lo = std::min(m.from, m.to), hi = std::max(m.from, m.to);
+    ++stamp_;
+    for (int k = lo; k <= hi; ++k) {
+      mark_[static_cast<std::size_t>(list[static_cast<std::size_t>(k)])] = stamp_;
+      new_pos_[static_cast<std::size_t>(list[static_cast<std::size_t>(k)])] = k;
+    }
+    auto pos = [&](int x) {
+      return mark_[static_cast<std::size_t>(x)] == stamp_ ? new_pos_[static_cast<std::size_t>(x)]
+                                                          : pos_[static_cast<std::size_t>(x)];
+    };
+    auto dev_next = [&](int x) {
+      if (g_.dev_of(x) != m.device) return next_[static_cast<std::size_t>(x)];
+      const auto p = static_cast<std::size_t>(pos(x)) + 1;
+      return p < list.size() ? list[p] : -1;
+    };
+    auto dev_prev = [&](int x) {
+      if (g_.dev_of(x) != m.device) return prev_[static_cast<std::size_t>(x)];
+      const int p = pos(x);
+      return p > 0 ? list[static_cast<std::size_t>(p - 1)] : -1;
+    };
+    ++area_stamp_;
+    area_.clear();
+    auto reach = [&](int x) {
+      if (x < 0 || area_mark_[static_cast<std::size_t>(x)] == area_stamp_) return;
+      area_mark_[static_cast<std::size_t>(x)] = area_stamp_;
+      area_.push_back(x);
+    };
+    auto in_area = [&](int x) { return x >= 0 && area_mark_[static_cast<std::size_t>(x)] == area_stamp_; };
+    for (int k = lo; k <= hi; ++k) reach(list[static_cast<std::size_t>(k)]);
+    for (std::size_t i = 0; i < area_.size(); ++i) {
+      const int x = area_[i];
+      g_.for_each_succ(x, [&](int to, double) { reach(to); });
+      reach(dev_next(x));
+    }
+    ready_.clear();
+    for (const int x : area_) {
+      int n = in_area(dev_prev(x)) ? 1 : 0;
+      g_.for_each_pred(x, [&](int from, double) { n += in_area(from) ? 1 : 0; });
+      missing_[static_cast<std::size_t>(x)] = n;
+      if (n == 0) ready_.push_back(x);
+    }
+    timed_.clear();
+    while (!ready_.empty()) {
+      const int x = ready_.back();
+      ready_.pop_back();
+      timed_.push_back(x);
+      const int dp = dev_prev(x);
+      double st = dp >= 0 ? t.start[static_cast<std::size_t>(dp)] + g_.dur(dp) : 0.0;
+      g_.for_each_pred(x, [&](int from, double delay) {
+        st = std::max(st, t.start[static_cast<std::size_t>(from)] + g_.dur(from) + delay);
+      });
+      t.start[static_cast<std::size_t>(x)] = st;
+      auto release = [&](int to) {
+        if (in_area(to) && --missing_[static_cast<std::size_t>(to)] == 0) ready_.push_back(to);
+      };
+      g_.for_each_succ(x, [&](int to, double) { release(to); });
+      release(dev_next(x));
+    }
+    out.timed_ops += static_cast<std::int64_t>(area_.size());
+    if (timed_.size() != area_.size()) return false;
+    t.makespan = 0;
+    for (const auto& l : t.order)
+      if (!l.empty())
+        t.makespan = std::max(t.makespan, t.start[static_cast<std::size_t>(l.back())] + g_.dur(l.back()));
+    // A topological order: the ops outside the area (none depends on one inside) in their old
+    // order, then the area's.
+    std::erase_if(t.topo, [&](int x) { return in_area(x); });
+    t.topo.insert(t.topo.end(), timed_.begin(), timed_.end());
+    return true;
+  }
+
   static void apply(TimedOrder& t, const Move& m) {
     auto& list = t.order[static_cast<std::size_t>(m.device)];
     if (m.to < m.from)
@@ -274,7 +356,10 @@ class Search {
   std::vector<double> tail_;
   std::vector<int> path_;
   std::vector<std::vector<std::int64_t>> before_;  ///< per device: activation bytes before each position
-  std::vector<int> pos_;
+  std::vector<int> pos_, prev_, next_;             ///< per op, in the current order
+  std::vector<int> new_pos_, area_mark_, missing_;
+  int area_stamp_ = 0;
+  std::vector<int> area_, ready_, timed_;
   std::vector<int> seg_;
   std::vector<int> mark_, placed_;
   int stamp_ = 0;

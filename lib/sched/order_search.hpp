@@ -6,7 +6,8 @@
 /// ends), and proposes moving an op of a block to the block's front or past its end (the N5 / N7
 /// neighbourhoods of Nowicki–Smutnicki and Balas–Vazacopoulos: only such moves can shorten that
 /// path). Every move is first estimated from the old heads and tails of the moved segment
-/// (Taillard's estimate), the most promising few are timed exactly, and the best of those is
+/// (Taillard's estimate), the most promising few are timed exactly (incrementally: only the ops
+/// downstream of the moved segment are re-timed), and the best of those is
 /// taken even when it is worse (the tabu list keeps the search from undoing recent moves unless
 /// that beats the best order). After a while without a new best the search restarts from the best
 /// order with a small random perturbation. Deterministic for a given seed; its work is counted in
@@ -26,7 +27,8 @@
 namespace octo {
 
 struct OrderSearchOptions {
-  /// Work limit: ops timed, exactly (a whole order) or in a move's estimate (its segment).
+  /// Work limit: ops timed, exactly (the ops a move re-times, or a whole order on a restart) or in
+  /// a move's estimate (its segment).
   std::int64_t max_timed_ops = 4'000'000;
   /// Per device, the most activation bytes the order may hold (e.g. memory limit − static bytes);
   /// a device's cap is never below its peak in the start order. Empty: those peaks.
