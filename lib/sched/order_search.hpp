@@ -4,9 +4,9 @@
 /// current order (sched/op_graph.hpp, ideal transfers), takes one critical path and its critical
 /// blocks (runs of consecutive ops on one device, each starting the moment the one before it
 /// ends), and proposes moving an op of a block to the block's front or past its end (the N5 / N7
-/// neighbourhoods of Nowicki–Smutnicki and Balas–Vazacopoulos: only such moves can shorten that
-/// path). Every move is first estimated from the old heads and tails of the moved segment
-/// (Taillard's estimate), the most promising few are timed exactly (incrementally: only the ops
+/// neighbourhoods of Nowicki–Smutnicki and Balas–Vazacopoulos: in a job shop, moves inside a
+/// block cannot shorten that path). Every move is first estimated from the old heads and tails of the moved
+/// segment (Taillard's estimate), the most promising few are timed exactly (incrementally: only the ops
 /// downstream of the moved segment are re-timed), and the best of those is
 /// taken even when it is worse (the tabu list keeps the search from undoing recent moves unless
 /// that beats the best order). After a while without a new best the search restarts from the best
