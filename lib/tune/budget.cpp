@@ -1,5 +1,6 @@
 #include "tune/budget.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace octo {
@@ -24,6 +25,20 @@ void Budget::charge(const Evaluation& e, std::int64_t ops, bool listed) {
     work_units_ += units;
   if (!e.ok && !e.problem.empty()) ++infeasible_;
   if (e.pruned) ++pruned_;
+}
+
+double Budget::reserve(double fraction) {
+  const double units = std::max(0.0, fraction) * work_budget_;
+  reserved_ += units;
+  work_budget_ -= units;
+  return units;
+}
+
+void Budget::charge_serial(double units) {
+  const double from_reserve = std::min(units, reserved_);
+  reserved_ -= from_reserve;
+  work_budget_ += from_reserve;
+  work_units_ += units;
 }
 
 bool Budget::stopped() {

@@ -26,6 +26,12 @@ class Budget {
   /// deterministic measure: list scheduling costs about one unit per op, lowering and simulating
   /// about two more; a candidate pruned by its structure bound almost nothing.
   void charge(const Evaluation& e, std::int64_t ops, bool listed);
+  /// Sets `fraction` of the work budget aside for a serial step after the search (the search
+  /// stops that much earlier); returns the op-units set aside. Calls add up.
+  double reserve(double fraction);
+  /// Records serial work of `units` op-units (e.g. ops timed by the order search), taken from the
+  /// reserve first.
+  void charge_serial(double units);
 
   /// True once a limit is reached or stop() was called; the first reason sticks.
   [[nodiscard]] bool stopped();
@@ -55,7 +61,7 @@ class Budget {
   std::int64_t max_evaluations_ = 0;
   const std::atomic<bool>* stop_ = nullptr;
   std::int64_t evaluations_ = 0, infeasible_ = 0, pruned_ = 0;
-  double work_units_ = 0;
+  double work_units_ = 0, reserved_ = 0;
   std::string stopped_by_;
 };
 

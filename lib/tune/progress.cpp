@@ -1,5 +1,7 @@
 #include "tune/progress.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace octo {
@@ -20,6 +22,16 @@ void Progress::report(std::string_view step, bool force, const Evaluation* best,
     p.best_fits_memory = best->fits_memory;
   }
   options_.progress(p);
+}
+
+std::string human_duration(double s) {
+  if (!(s < 120)) {
+    if (s < 2 * 3600.0) return fmt::format("{:.1f} min", s / 60);
+    if (s < 2 * 86400.0) return fmt::format("{:.1f} h", s / 3600);
+    if (s < 2 * 365.25 * 86400) return fmt::format("{:.1f} days", s / 86400);
+    return fmt::format("{:.3g} years", s / (365.25 * 86400));
+  }
+  return fmt::format("{:.3g} s", s);
 }
 
 }  // namespace octo

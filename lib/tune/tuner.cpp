@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/random.hpp"
@@ -18,6 +19,7 @@
 #include "tune/kick.hpp"
 #include "tune/memory_policy.hpp"
 #include "tune/neighbourhood.hpp"
+#include "tune/polish.hpp"
 #include "tune/progress.hpp"
 #include "tune/result.hpp"
 #include "tune/seeds.hpp"
@@ -26,6 +28,8 @@ namespace octo {
 namespace {
 
 constexpr int kMaxFailedKicks = 200;
+/// The share of the work budget set aside for the polish (tune/polish.hpp).
+constexpr double kPolishShare = 0.02;
 
 /// One search under one memory limit: seeds, steepest descent over the neighbourhoods from the
 /// best seeds, then random kicks from the best plan, until no step helps, the budget ends or the
@@ -178,16 +182,6 @@ class Search {
 
 }  // namespace
 
-std::string human_duration(double s) {
-  if (!(s < 120)) {
-    if (s < 2 * 3600.0) return fmt::format("{:.1f} min", s / 60);
-    if (s < 2 * 86400.0) return fmt::format("{:.1f} h", s / 3600);
-    if (s < 2 * 365.25 * 86400) return fmt::format("{:.1f} days", s / 86400);
-    return fmt::format("{:.3g} years", s / (365.25 * 86400));
-  }
-  return fmt::format("{:.3g} s", s);
-}
-
 TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   const auto start = Budget::Clock::now();
   PlannerInputs inputs = inputs_in;
@@ -249,6 +243,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   Evaluation incumbent_eval;
   if (incumbent) incumbent_eval = evaluator->evaluate_plan(*incumbent->plan, sim);
   Search search(inputs, options, pool, budget, progress, any.ms);
+  const double polish_units = budget.reserve(kPolishShare);
   search.run(*evaluator, incumbent_eval);
   if (can_fit && inputs.memory_limit_bytes > 0 && field.best < 0 &&
       !(search.incumbent().has() && search.incumbent().best().e.fits_memory)) {
@@ -258,6 +253,15 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     budget.resume();
     search.run(*evaluator, incumbent_eval);
   }
+  // 3b. The order search on the best plan, kept when the simulator confirms it.
+  std::optional<Scored> polished;
+  if (search.incumbent().has() && !budget.interrupted() && !budget.past_wall_cap()) {
+    Polish pol = polish(search.incumbent().best(), *evaluator, inputs,
+                        std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units)), options.seed);
+    budget.charge_serial(static_cast<double>(pol.timed_ops + 3 * pol.evaluated_ops));
+    polished = std::move(pol.better);
+  }
+  const Scored* top = polished ? &*polished : search.incumbent().has() ? &search.incumbent().best() : nullptr;
   result.memory_limit_bytes = limit.bytes;
   result.memory_note = limit.note;
   const double baselines_s = result.stats.baselines_s;
@@ -269,11 +273,10 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   result.stats.start = incumbent ? incumbent->method : "none";
 
   // 4. The result: the best candidate unless the incumbent baseline is at least as good.
-  const Incumbent& best = search.incumbent();
-  if (best.has() && (!incumbent || !incumbent_eval.ok || improves(best.best().e, incumbent_eval))) {
-    (void)evaluator->evaluate(best.best().c, sim, &result.plan);
+  if (top && (!incumbent || !incumbent_eval.ok || improves(top->e, incumbent_eval))) {
+    (void)evaluator->evaluate(top->c, sim, &result.plan);
     result.stats.origin = "search";
-    result.stats.schedule = best.best().c.describe();
+    result.stats.schedule = top->c.describe();
   } else if (incumbent) {
     result.plan = *incumbent->plan;
     result.stats.origin = incumbent->method;

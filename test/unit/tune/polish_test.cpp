@@ -1,0 +1,100 @@
+// The polish: the order search on the best plan is kept only when the simulator confirms it is
+// better (never a worse plan), it improves a plan whose list-scheduled order leaves slack, does
+// nothing at the structure bound, and its work comes out of a reserve of the budget.
+
+#include "tune/polish.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "cost/inputs.hpp"
+#include "tune/budget.hpp"
+
+namespace octo {
+namespace {
+
+PlannerInputs tiny(int pp, int m) {
+  InputOptions o;
+  o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
+  o.pp = pp;
+  o.microbatches = m;
+  return load_inputs(o);
+}
+
+}  // namespace
+
+TEST_CASE("the polish never makes a plan worse and improves one with slack", "[tune][polish]") {
+  const PlannerInputs in = tiny(3, 6);
+  const int layers = static_cast<int>(in.costs.layers.size());
+  int improved = 0;
+  for (const bool split : {false, true})
+    for (const int jitter : {0, 3, 6})
+      for (const double limit : {0.0, 1.0}) {
+        Scored cur;
+        cur.c.ends = {1, 2, 3, 4, 5, layers};
+        cur.c.device = {0, 1, 2, 0, 1, 2};
+        cur.c.recompute.assign(6, 0);
+        cur.c.schedule.split_bw = split;
+        cur.c.schedule.jitter = jitter;
+        cur.c.schedule.jitter_seed = 3;
+        Simulator sim;
+        const Evaluator free_memory(in, 3, 6, 0);
+        cur.e = free_memory.evaluate(cur.c, sim);
+        REQUIRE(cur.e.ok);
+        // Under a limit just above the current peak the searched order must still fit.
+        const Evaluator ev(in, 3, 6,
+                           limit > 0 ? static_cast<double>(cur.e.max_peak_memory_bytes) * limit : 0);
+        cur.e = ev.evaluate(cur.c, sim);
+        REQUIRE(cur.e.ok);
+        const Polish p = polish(cur, ev, in, 200000, 1);
+        CHECK(p.timed_ops <= 200000 + 2000);
+        if (!p.better) continue;
+        ++improved;
+        const Evaluation again = ev.evaluate(p.better->c, sim);
+        REQUIRE(again.ok);
+        CHECK(again.makespan_ms == Approx(p.better->e.makespan_ms));
+        CHECK(again.makespan_ms < cur.e.makespan_ms);
+        CHECK(again.fits_memory >= cur.e.fits_memory);
+        CHECK(p.better->c.without_order() == cur.c.without_order());
+        CHECK(p.better->c.order_name.ends_with("order-searched"));
+      }
+  CHECK(improved > 0);
+}
+
+TEST_CASE("the polish does nothing at the structure bound", "[tune][polish]") {
+  const PlannerInputs in = tiny(3, 6);
+  const Evaluator ev(in, 3, 6, 0);
+  Scored cur;
+  cur.c.ends = {1, 2, 3, 4, 5, static_cast<int>(in.costs.layers.size())};
+  cur.c.device = {0, 1, 2, 0, 1, 2};
+  cur.c.recompute.assign(6, 0);
+  Simulator sim;
+  cur.e = ev.evaluate(cur.c, sim);
+  REQUIRE(cur.e.ok);
+  cur.e.structure_bound_ms = cur.e.makespan_ms;
+  const Polish p = polish(cur, ev, in, 200000, 1);
+  CHECK(!p.better);
+  CHECK(p.timed_ops == 0);
+}
+
+TEST_CASE("the budget's reserve is set aside for serial work", "[tune][polish]") {
+  TuneOptions o;
+  o.time_budget_s = 1;
+  Budget b(o, 2, Budget::Clock::now());
+  const double total = 2 * kUnitsPerSecondPerThread;
+  CHECK(b.reserve(0.02) == Approx(0.02 * total));
+  Evaluation ok;
+  ok.ok = true;
+  // 0.97 of the budget: the search goes on; 0.98 + a bit: stopped, the reserve is left.
+  b.charge(ok, static_cast<std::int64_t>(0.97 * total / 3), true);
+  CHECK(!b.stopped());
+  b.charge(ok, static_cast<std::int64_t>(0.011 * total / 3) + 1, true);
+  CHECK(b.stopped());
+  b.charge_serial(1000);
+  TuneStats s;
+  b.add_to(s);
+  CHECK(s.work_units == Approx(0.981 * total + 1000).epsilon(1e-6));
+}
+
+}  // namespace octo
