@@ -1,6 +1,7 @@
 #include "tune/seeds.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -98,7 +99,8 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
   auto ops = [&](int stages) { return static_cast<std::int64_t>(stages) * m * 3; };
 
   // The maps of the lowest map bound (tune/map_search.hpp) from the sequential (one sweep) or the
-  // wave and interleaved maps, which they need not resemble: at most two per stage count.
+  // wave and interleaved maps, which they need not resemble: at most two per stage count, added
+  // where they beat the fixed shapes' structure bound.
   const MapCosts map_costs{work, layer_f, layer_b, p, m};
   auto descended = [&](int S) {
     std::vector<Entry> found;
@@ -124,6 +126,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
   };
 
   std::vector<Structure> out;
+  double best_bound = std::numeric_limits<double>::infinity();  // over the fixed shapes so far
   std::vector<int> counts;
   for (int k : {1, 2, 3, 4, 6, 8})
     if (k * p <= layers) counts.push_back(k * p);
@@ -138,11 +141,13 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
     const bool per_layer = S == layers && S % p != 0;
     const bool shaped = S == layers || (S % p == 0 && (k <= 4 || k == 6 || k == 8));
     std::vector<Entry> entries;
-    // The kept entries (best first) and the descended maps of S not among them, ranked again.
+    // The kept entries (best first) and the descended maps of S not among them whose structure bound
+    // is below every fixed shape's so far (others would only cost budget), ranked again.
     auto push_with_descended = [&](std::vector<Entry> kept) {
+      for (const Entry& e : kept) best_bound = std::min(best_bound, e.st.bound_ms);
       if (S % p == 0)
         for (Entry& e : descended(S))
-          if (std::none_of(kept.begin(), kept.end(), [&](const Entry& o) {
+          if (e.st.bound_ms < best_bound && std::none_of(kept.begin(), kept.end(), [&](const Entry& o) {
                 return o.st.ends == e.st.ends && o.st.device == e.st.device;
               }))
             kept.push_back(std::move(e));

@@ -4,7 +4,8 @@
 /// balanced partitions — plain, warm-up aware, under static memory caps, re-placed for balance —
 /// and warm-up ramps), for one stage per layer (cyclic and greedily balanced maps) and, for every
 /// multiple of p up to 12·p, the maps of lowest map bound (descend_map from the sequential, wave and
-/// interleaved maps, tune/map_search.hpp; their seeds start the local search after the others'),
+/// interleaved maps, tune/map_search.hpp) whose structure bound is below that of every fixed shape
+/// of as many or fewer stages (their seeds start the local search after the others'),
 /// ranked within each stage count by their structure bound (sim/lower_bound.hpp: no schedule of the structure
 /// is faster) after the static memory over the limit; then the list-scheduler settings the seeds start with.
 
