@@ -130,6 +130,11 @@ Evaluation evaluation_of(const SimResult& result) {
   return e;
 }
 
+double Evaluator::structure_bound_ms(const Candidate& c) const {
+  const Plan plan = skeleton(c);
+  return structure_lower_bound(plan.stages, m_, make_sim_input(plan, inputs_)).ms;
+}
+
 Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_out, double bound) const {
   Evaluation e;
   Plan plan = skeleton(c);

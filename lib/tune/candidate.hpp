@@ -85,6 +85,9 @@ class Evaluator {
 
   /// The compute-only plan skeleton of a candidate (stages, sizes; no programs, no inputs).
   [[nodiscard]] Plan skeleton(const Candidate& c) const;
+  /// The structure bound of a candidate's partition, placement and recompute choice
+  /// (sim/lower_bound.hpp structure_lower_bound): no schedule of it is faster.
+  [[nodiscard]] double structure_bound_ms(const Candidate& c) const;
   /// The list-scheduling problem of a candidate (costs, transfers, recompute).
   [[nodiscard]] ListScheduleProblem problem(const Candidate& c, const SimInput& in) const;
 

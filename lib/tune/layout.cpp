@@ -76,7 +76,9 @@ std::vector<int> targeted_split(std::span<const double> layer_work, std::span<co
 
 /// Per-device objective and the steepest-descent refinement of balance_per_device.
 struct Refiner {
-  std::span<const double> layer_work;
+  const std::vector<double>& work_prefix;
+  const std::vector<double>& bytes_prefix;
+  const std::vector<double>& f_prefix;
   std::span<const int> stage_device;
   int devices;
   int max_step;
@@ -98,47 +100,76 @@ struct Refiner {
     return a.sumsq < b.sumsq - tol * std::max(1.0, b.max);
   }
 
+  /// The per-device sums of one partition: work, static bytes, warm-up offset (-1: no stage).
+  struct Sums {
+    std::vector<double> work, stat, offset;
+  };
+
+  /// Device d's sums under `e`, from its stages in pipeline order (the same additions, in the same
+  /// order, as a pass over all stages, so partial and full evaluations agree bit for bit).
+  void device_sums(const std::vector<int>& e, std::span<const int> stages, std::size_t d, Sums& out) const {
+    double work = 0, stat = 0, offset = -1;
+    for (const int st : stages) {
+      const auto lo = static_cast<std::size_t>(st == 0 ? 0 : e[static_cast<std::size_t>(st) - 1]),
+                 hi = static_cast<std::size_t>(e[static_cast<std::size_t>(st)]);
+      work += work_prefix[hi] - work_prefix[lo];
+      if (limit) stat += bytes_prefix[hi] - bytes_prefix[lo];
+      if (warmup && offset < 0) offset = f_prefix[lo];
+    }
+    out.work[d] = work;
+    out.stat[d] = stat;
+    out.offset[d] = offset;
+  }
+
+  /// The objective of the sums `s`, where devices da and db take theirs from `over` instead.
+  [[nodiscard]] Obj objective(const Sums& s, const Sums* over = nullptr, std::size_t da = SIZE_MAX,
+                              std::size_t db = SIZE_MAX) const {
+    Obj o;
+    for (std::size_t d = 0; d < s.work.size(); ++d) {
+      const Sums& src = over && (d == da || d == db) ? *over : s;
+      const double v = src.work[d] + (warmup ? std::max(src.offset[d], 0.0) / warmup->microbatches : 0.0);
+      o.max = std::max(o.max, v);
+      o.sumsq += v * v;
+      if (limit)
+        o.overflow += std::max(0.0, src.stat[d] - limit->device_cap) / std::max(limit->device_cap, 1.0);
+    }
+    return o;
+  }
+
   /// Refines `ends` in place; returns its objective.
   Obj refine(std::vector<int>& ends) const {
     const int S = static_cast<int>(stage_device.size());
-    const int n = static_cast<int>(layer_work.size());
-    auto prefix_of = [&](std::span<const double> v) {
-      std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
-      for (int i = 0; i < n; ++i)
-        prefix[static_cast<std::size_t>(i) + 1] =
-            prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
-      return prefix;
+    const double tol = 1e-9 * std::max(1.0, work_prefix.back());
+    // The stages of every device, in pipeline order (flat, CSR style).
+    std::vector<int> first_of(static_cast<std::size_t>(devices) + 1, 0), stages(static_cast<std::size_t>(S));
+    for (int d : stage_device) ++first_of[static_cast<std::size_t>(d) + 1];
+    for (int d = 0; d < devices; ++d)
+      first_of[static_cast<std::size_t>(d) + 1] += first_of[static_cast<std::size_t>(d)];
+    {
+      std::vector<int> fill(first_of.begin(), first_of.end() - 1);
+      for (int st = 0; st < S; ++st)
+        stages[static_cast<std::size_t>(
+            fill[static_cast<std::size_t>(stage_device[static_cast<std::size_t>(st)])]++)] = st;
+    }
+    auto stages_of = [&](std::size_t d) {
+      return std::span<const int>(stages).subspan(static_cast<std::size_t>(first_of[d]),
+                                                  static_cast<std::size_t>(first_of[d + 1] - first_of[d]));
     };
-    const std::vector<double> wp = prefix_of(layer_work);
-    const std::vector<double> sp = limit ? prefix_of(limit->layer_bytes) : std::vector<double>{};
-    const std::vector<double> fp = warmup ? prefix_of(warmup->layer_f) : std::vector<double>{};
-    const double tol = 1e-9 * std::max(1.0, wp.back());
-    std::vector<double> work(static_cast<std::size_t>(devices)), stat(static_cast<std::size_t>(devices)),
-        offset(static_cast<std::size_t>(devices));
-    // The objective of `ends`: per device its work (+ its warm-up offset per micro-batch).
-    auto evaluate = [&](const std::vector<int>& e) {
-      std::fill(work.begin(), work.end(), 0.0);
-      std::fill(stat.begin(), stat.end(), 0.0);
-      std::fill(offset.begin(), offset.end(), -1.0);
-      int first = 0;
-      for (int st = 0; st < S; ++st) {
-        const auto d = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(st)]);
-        const auto lo = static_cast<std::size_t>(first),
-                   hi = static_cast<std::size_t>(e[static_cast<std::size_t>(st)]);
-        work[d] += wp[hi] - wp[lo];
-        if (limit) stat[d] += sp[hi] - sp[lo];
-        if (warmup && offset[d] < 0) offset[d] = fp[lo];
-        first = e[static_cast<std::size_t>(st)];
-      }
-      Obj o;
-      for (std::size_t d = 0; d < work.size(); ++d) {
-        const double v = work[d] + (warmup ? std::max(offset[d], 0.0) / warmup->microbatches : 0.0);
-        o.max = std::max(o.max, v);
-        o.sumsq += v * v;
-        if (limit)
-          o.overflow += std::max(0.0, stat[d] - limit->device_cap) / std::max(limit->device_cap, 1.0);
-      }
-      return o;
+    const auto D = static_cast<std::size_t>(devices);
+    Sums cur{std::vector<double>(D), std::vector<double>(D), std::vector<double>(D)};
+    Sums trial_sums = cur;
+    auto full = [&](const std::vector<int>& e, Sums& out) {
+      for (std::size_t d = 0; d < D; ++d) device_sums(e, stages_of(d), d, out);
+      return objective(out);
+    };
+    // The objective of `e`, which differs from the current ends only at boundary b (stages b and
+    // b + 1 change): only their devices are summed again.
+    auto single = [&](const std::vector<int>& e, int b) {
+      const auto da = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(b)]),
+                 db = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(b) + 1]);
+      device_sums(e, stages_of(da), da, trial_sums);
+      if (db != da) device_sums(e, stages_of(db), db, trial_sums);
+      return objective(cur, &trial_sums, da, db);
     };
     auto valid = [&](const std::vector<int>& e, int b) {
       const int lo = b == 0 ? 0 : e[static_cast<std::size_t>(b) - 1];
@@ -146,25 +177,26 @@ struct Refiner {
              e[static_cast<std::size_t>(b)] < e[static_cast<std::size_t>(b) + 1];
     };
 
-    Obj current = evaluate(ends);
+    Obj current = full(ends, cur);
     std::vector<int> trial = ends, best_ends;
+    best_ends.reserve(ends.size());
     // Steepest descent; every accepted step strictly improves the objective, so the loop ends.
     for (int guard = 0; guard < 100000; ++guard) {
       Obj best = current;
       bool found = false;
-      auto offer = [&](const std::vector<int>& e) {
-        const Obj o = evaluate(e);
+      auto take = [&](const Obj& o, const std::vector<int>& e) {
         if (better(o, best, tol)) {
           best = o;
-          best_ends = e;
+          best_ends.assign(e.begin(), e.end());
           found = true;
         }
       };
+      auto offer = [&](const std::vector<int>& e) { take(full(e, trial_sums), e); };
       for (int b = 0; b + 1 < S; ++b) {
         for (int step = -max_step; step <= max_step; ++step) {
           if (step == 0) continue;
           trial[static_cast<std::size_t>(b)] += step;
-          if (valid(trial, b)) offer(trial);
+          if (valid(trial, b)) take(single(trial, b), trial);
           trial[static_cast<std::size_t>(b)] -= step;
         }
       }
@@ -198,7 +230,7 @@ struct Refiner {
       if (!found) break;
       ends = best_ends;
       trial = ends;
-      current = best;
+      current = full(ends, cur);
     }
     return current;
   }
@@ -208,43 +240,69 @@ struct Refiner {
 
 namespace {
 
-std::vector<int> balance(std::span<const double> layer_work, std::span<const int> stage_device, int devices,
-                         int max_step, const StaticLimit* limit, const Warmup* warmup, int depth) {
-  const int S = static_cast<int>(stage_device.size());
+/// The checks of balance_per_device's inputs that do not depend on the map.
+void check_balance_inputs(std::span<const double> layer_work, int S, const StaticLimit* limit,
+                          const Warmup* warmup) {
   const int n = static_cast<int>(layer_work.size());
   if (S < 1 || S > n) fail("balanced partition: {} stages for {} layers (expected 1..{})", S, n, n);
-  for (int d : stage_device)
-    if (d < 0 || d >= devices)
-      fail("balanced partition: stage device {} out of range (expected 0..{})", d, devices - 1);
   if (limit && static_cast<int>(limit->layer_bytes.size()) != n)
     fail("balanced partition: {} static sizes for {} layers", limit->layer_bytes.size(), n);
-  std::vector<int> count(static_cast<std::size_t>(devices), 0);
+  if (warmup && static_cast<int>(warmup->layer_f.size()) != n)
+    fail("balanced partition: {} forward times for {} layers", warmup->layer_f.size(), n);
+}
+
+std::vector<double> prefix_of(std::span<const double> v) {
+  std::vector<double> prefix(v.size() + 1, 0.0);
+  for (std::size_t i = 0; i < v.size(); ++i) prefix[i + 1] = prefix[i] + v[i];
+  return prefix;
+}
+
+}  // namespace
+
+DeviceBalancer::DeviceBalancer(std::span<const double> layer_work, int stages, int devices,
+                               const StaticLimit* limit, const Warmup* warmup, int max_step)
+    : work_(layer_work),
+      stages_(stages),
+      devices_(devices),
+      max_step_(max_step),
+      limit_(limit),
+      warmup_(warmup) {
+  check_balance_inputs(layer_work, stages, limit, warmup);
+  work_prefix_ = prefix_of(layer_work);
+  if (limit) bytes_prefix_ = prefix_of(limit->layer_bytes);
+  if (warmup) f_prefix_ = prefix_of(warmup->layer_f);
+  minmax_ = min_max_split(layer_work, stages);
+}
+
+std::vector<int> DeviceBalancer::balance(std::span<const int> stage_device, bool thorough) const {
+  const int S = static_cast<int>(stage_device.size());
+  if (S != stages_) fail("balanced partition: a map of {} stages for a balancer of {}", S, stages_);
+  for (int d : stage_device)
+    if (d < 0 || d >= devices_)
+      fail("balanced partition: stage device {} out of range (expected 0..{})", d, devices_ - 1);
+  std::vector<int> count(static_cast<std::size_t>(devices_), 0);
   for (int d : stage_device) ++count[static_cast<std::size_t>(d)];
   std::vector<double> even(static_cast<std::size_t>(S));
   for (int s = 0; s < S; ++s)
     even[static_cast<std::size_t>(s)] =
         1.0 / std::max(count[static_cast<std::size_t>(stage_device[static_cast<std::size_t>(s)])], 1);
-  double total = 0;
-  for (double w : layer_work) total += w;
-  const double tol = 1e-9 * std::max(1.0, total);
+  const double tol = 1e-9 * std::max(1.0, work_prefix_.back());
 
   // Two starts, each refined; the better one wins (the min-max split on ties).
-  if (warmup && static_cast<int>(warmup->layer_f.size()) != n)
-    fail("balanced partition: {} forward times for {} layers", warmup->layer_f.size(), n);
-  const Refiner refiner{layer_work, stage_device, devices, max_step, limit, warmup, depth};
-  std::vector<int> a = min_max_split(layer_work, S);
+  const Refiner refiner{work_prefix_, bytes_prefix_, f_prefix_, stage_device,    devices_,
+                        max_step_,    limit_,        warmup_,   thorough ? 2 : 0};
+  std::vector<int> a = minmax_;
   const Refiner::Obj oa = refiner.refine(a);
-  std::vector<int> b = targeted_split(layer_work, stage_device, devices, even);
+  std::vector<int> b = targeted_split(work_, stage_device, devices_, even);
   const Refiner::Obj ob = refiner.refine(b);
   return refiner.better(ob, oa, tol) ? b : a;
 }
 
-}  // namespace
-
 std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device,
                                     int devices, int max_step, const StaticLimit* limit,
                                     const Warmup* warmup) {
-  return balance(layer_work, stage_device, devices, max_step, limit, warmup, 2);
+  return DeviceBalancer(layer_work, static_cast<int>(stage_device.size()), devices, limit, warmup, max_step)
+      .balance(stage_device, true);
 }
 
 namespace {
@@ -299,6 +357,7 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
   const double tol = 1e-9 * std::max(1.0, total);
   LayoutScore best_score = score_layout(layer_work, best, devices, limit, warmup);
   const int S = static_cast<int>(start.device.size());
+  const DeviceBalancer balancer(layer_work, S, devices, limit, warmup);
   for (int round = 0; round < max_rounds; ++round) {
     // The devices to relieve: the busiest, and any over the static cap.
     const std::vector<double> w = device_work(layer_work, best.ends, best.device, devices);
@@ -314,7 +373,7 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
     Layout round_best = best;
     LayoutScore round_score = best_score;
     auto consider = [&](std::vector<int> map) {
-      Layout trial{balance(layer_work, map, devices, 4, limit, warmup, 0), std::move(map)};
+      Layout trial{balancer.balance(map, false), std::move(map)};
       const LayoutScore sc = score_layout(layer_work, trial, devices, limit, warmup);
       if (better_layout(sc, round_score, tol)) {
         round_score = sc;
@@ -343,7 +402,7 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
     best_score = round_score;
   }
   // The chosen map with the thorough balance (it can only improve on the fast one's start).
-  Layout final{balance_per_device(layer_work, best.device, devices, 4, limit, warmup), best.device};
+  Layout final{balancer.balance(best.device, true), best.device};
   if (!better_layout(best_score, score_layout(layer_work, final, devices, limit, warmup), tol))
     best = std::move(final);
   return best;

@@ -46,6 +46,26 @@ struct Warmup {
                                                   int max_step = 4, const StaticLimit* limit = nullptr,
                                                   const Warmup* warmup = nullptr);
 
+/// balance_per_device for many maps of one stage count (the placement searches): the prefix sums and
+/// the per-stage min-max split, which depend on the layers and the stage count only, are computed
+/// once. Throws octo::Error when there are more stages than layers.
+class DeviceBalancer {
+ public:
+  DeviceBalancer(std::span<const double> layer_work, int stages, int devices,
+                 const StaticLimit* limit = nullptr, const Warmup* warmup = nullptr, int max_step = 4);
+  /// balance_per_device(layer_work, stage_device, devices, max_step, limit, warmup) when `thorough`;
+  /// else its descent by single boundary moves only (faster, for trial maps).
+  [[nodiscard]] std::vector<int> balance(std::span<const int> stage_device, bool thorough = true) const;
+
+ private:
+  std::span<const double> work_;
+  int stages_, devices_, max_step_;
+  const StaticLimit* limit_;
+  const Warmup* warmup_;
+  std::vector<double> work_prefix_, bytes_prefix_, f_prefix_;
+  std::vector<int> minmax_;
+};
+
 /// A partition with its placement.
 struct Layout {
   std::vector<int> ends;    ///< stage ends

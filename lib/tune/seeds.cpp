@@ -1,6 +1,7 @@
 #include "tune/seeds.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -9,6 +10,7 @@
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 #include "tune/layout.hpp"
+#include "tune/map_search.hpp"
 
 namespace octo {
 namespace {
@@ -68,12 +70,14 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       param_state_bytes(inputs.model.training.dtype,
                         optimizer_shards(inputs.cluster.zero, inputs.cluster.dp, inputs.cluster.ep, false));
   std::vector<double> layer_static(static_cast<std::size_t>(layers)),
-      layer_f(static_cast<std::size_t>(layers));
+      layer_f(static_cast<std::size_t>(layers)), layer_b;
+  const bool no_w = without_w(inputs);
   double act = 0;
   for (int l = 0; l < layers; ++l) {
     const LayerCost& lc = inputs.costs.layers[static_cast<std::size_t>(l)];
     layer_static[static_cast<std::size_t>(l)] = static_cast<double>(lc.params) * bpp;
     layer_f[static_cast<std::size_t>(l)] = lc.f_ms + inputs.costs.op_overhead_ms;
+    if (no_w) layer_b.push_back(lc.b_ms + inputs.costs.op_overhead_ms);
     act += static_cast<double>(lc.activation_bytes);
   }
   const double limit = ev.memory_limit_bytes();
@@ -86,10 +90,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
   };
   // Score: static memory over a one-micro-batch cap first, then the structure bound.
   auto score = [&](Entry& e) {
-    Candidate c = candidate_of(e.st);
-    const Plan skeleton = ev.skeleton(c);
-    const SimInput in = make_sim_input(skeleton, inputs);
-    e.st.bound_ms = structure_lower_bound(skeleton.stages, m, in).ms;
+    e.st.bound_ms = ev.structure_bound_ms(candidate_of(e.st));
     if (limit > 0 && one_mb.device_cap > 0) {
       const std::vector<double> st = device_work(layer_static, e.st.ends, e.st.device, p);
       for (double x : st) e.overflow += std::max(0.0, x - one_mb.device_cap);
@@ -97,16 +98,68 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
   };
   auto ops = [&](int stages) { return static_cast<std::int64_t>(stages) * m * 3; };
 
+  // The maps of the lowest map bound (tune/map_search.hpp) from the sequential (one sweep) or the
+  // wave and interleaved maps, which they need not resemble: at most two per stage count, added
+  // where they beat the fixed shapes' structure bound.
+  const MapCosts map_costs{work, layer_f, layer_b, p, m};
+  auto descended = [&](int S) {
+    std::vector<Entry> found;
+    std::vector<std::vector<int>> starts;
+    if (S == p)
+      starts.push_back(place_stages(Placement::Sequential, S, p));
+    else {
+      starts.push_back(wave_placement(S, p));
+      starts.push_back(place_stages(Placement::Interleaved, S, p));
+    }
+    for (const std::vector<int>& start : starts) {
+      const MapSearch r = descend_map(map_costs, start, 32, 1500);
+      if (std::any_of(found.begin(), found.end(), [&](const Entry& e) {
+            return e.st.ends == r.layout.ends && e.st.device == r.layout.device;
+          }))
+        continue;
+      Entry e{
+          {r.layout.ends, r.layout.device, std::vector<std::uint8_t>(r.layout.device.size(), 0), 0, true}};
+      score(e);
+      found.push_back(std::move(e));
+    }
+    return found;
+  };
+
   std::vector<Structure> out;
+  double best_bound = std::numeric_limits<double>::infinity();  // over the fixed shapes so far
   std::vector<int> counts;
   for (int k : {1, 2, 3, 4, 6, 8})
     if (k * p <= layers) counts.push_back(k * p);
   if (layers > p && std::find(counts.begin(), counts.end(), layers) == counts.end()) counts.push_back(layers);
+  // The other multiples of the device count, seeded by the map search only.
+  for (int k = 5; k * p <= layers && k <= 12; ++k)
+    if (std::find(counts.begin(), counts.end(), k * p) == counts.end()) counts.push_back(k * p);
+  std::stable_sort(counts.begin(), counts.end());
   for (const int S : counts) {
     if (ops(S) > 400000) break;
     const int k = S / p;
     const bool per_layer = S == layers && S % p != 0;
+    const bool shaped = S == layers || (S % p == 0 && (k <= 4 || k == 6 || k == 8));
     std::vector<Entry> entries;
+    // The kept entries (best first) and the descended maps of S not among them whose structure bound
+    // is below every fixed shape's so far (others would only cost budget), ranked again.
+    auto push_with_descended = [&](std::vector<Entry> kept) {
+      for (const Entry& e : kept) best_bound = std::min(best_bound, e.st.bound_ms);
+      if (S % p == 0)
+        for (Entry& e : descended(S))
+          if (e.st.bound_ms < best_bound && std::none_of(kept.begin(), kept.end(), [&](const Entry& o) {
+                return o.st.ends == e.st.ends && o.st.device == e.st.device;
+              }))
+            kept.push_back(std::move(e));
+      std::stable_sort(kept.begin(), kept.end(), [](const Entry& a, const Entry& b) {
+        return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
+      });
+      for (Entry& e : kept) out.push_back(std::move(e.st));
+    };
+    if (!shaped) {
+      push_with_descended({});
+      continue;
+    }
     auto add = [&](std::vector<int> ends, const std::vector<int>& map) {
       for (const Entry& e : entries)
         if (e.st.ends == ends && e.st.device == map) return;
@@ -172,7 +225,8 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
     });
     const std::size_t keep = ops(S) <= 6000 ? 16 : 4;
-    for (std::size_t i = 0; i < entries.size() && i < keep; ++i) out.push_back(std::move(entries[i].st));
+    if (entries.size() > keep) entries.resize(keep);
+    push_with_descended(std::move(entries));
   }
   return out;
 }
@@ -301,7 +355,8 @@ std::vector<Scored> run_seeds(const PlannerInputs& inputs, const Evaluator& ev, 
                               BatchEvaluator& batch, Budget& budget,
                               const std::function<void(const Scored&)>& offer) {
   std::vector<int> owner;
-  const std::vector<Candidate> a = preset_candidates(seed_structures(inputs, ev, work), inputs, ev, owner);
+  const std::vector<Structure> structures = seed_structures(inputs, ev, work);
+  const std::vector<Candidate> a = preset_candidates(structures, inputs, ev, owner);
   const std::vector<Evaluation> ea = batch.run(ev, a);
   std::vector<Evaluation> best_of(owner.empty() ? 0 : static_cast<std::size_t>(owner.back()) + 1);
   std::vector<Scored> all;
@@ -330,6 +385,12 @@ std::vector<Scored> run_seeds(const PlannerInputs& inputs, const Evaluator& ev, 
   }
   std::stable_sort(all.begin(), all.end(),
                    [](const Scored& x, const Scored& y) { return improves(x.e, y.e); });
+  // The map-searched structures' seeds after the others': they add starts, never displace one.
+  std::stable_partition(all.begin(), all.end(), [&](const Scored& x) {
+    return std::none_of(structures.begin(), structures.end(), [&](const Structure& st) {
+      return st.map_searched && st.ends == x.c.ends && st.device == x.c.device;
+    });
+  });
   std::vector<Scored> distinct;
   for (Scored& s : all)
     if (std::none_of(distinct.begin(), distinct.end(),

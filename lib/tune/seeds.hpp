@@ -2,9 +2,12 @@
 /// The search's starting points (DESIGN.md "Tuner" (1) and (2)): partitions and placements for
 /// S = k·p stages (k = 1, 2, 3, 4, 6, 8: sequential, interleaved and wave maps with per-device
 /// balanced partitions — plain, warm-up aware, under static memory caps, re-placed for balance —
-/// and warm-up ramps) and for one stage per layer (cyclic and greedily balanced maps), ranked by
-/// their structure bound (sim/lower_bound.hpp: no schedule of the structure is faster) after the
-/// static memory over the limit; then the list-scheduler settings the seeds start with.
+/// and warm-up ramps), for one stage per layer (cyclic and greedily balanced maps) and, for every
+/// multiple of p up to 12·p, the maps of lowest map bound (descend_map from the sequential, wave and
+/// interleaved maps, tune/map_search.hpp) whose structure bound is below that of every fixed shape
+/// of as many or fewer stages (their seeds start the local search after the others'),
+/// ranked within each stage count by their structure bound (sim/lower_bound.hpp: no schedule of the structure
+/// is faster) after the static memory over the limit; then the list-scheduler settings the seeds start with.
 
 #include <cstdint>
 #include <functional>
@@ -22,7 +25,8 @@ namespace octo {
 struct Structure {
   std::vector<int> ends, device;
   std::vector<std::uint8_t> recompute;
-  double bound_ms = 0;  ///< its structure bound (no recompute)
+  double bound_ms = 0;        ///< its structure bound (no recompute)
+  bool map_searched = false;  ///< found by the map search (descend_map), not a fixed shape
 };
 
 /// The most promising structures of every stage count, best first within each count.
