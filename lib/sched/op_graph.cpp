@@ -113,6 +113,13 @@ std::string order_of(const OpGraph& g, const Programs& programs, TimedOrder& t) 
   return {};
 }
 
+StartOrder start_order(const ListScheduleProblem& problem, const Programs& start, std::string_view who) {
+  check_problem(problem, who);
+  StartOrder out{OpGraph(problem, splits_backward(start)), {}, {}};
+  out.infeasible = order_of(out.graph, start, out.timed);
+  return out;
+}
+
 bool time_order(const OpGraph& g, TimedOrder& t) {
   const std::size_t n = g.size();
   const auto D = static_cast<std::size_t>(g.devices());

@@ -91,6 +91,18 @@ void check_problem(const ListScheduleProblem& problem, std::string_view who);
 /// be (an op missing, repeated or on the wrong device, a cycle through the devices), or empty.
 [[nodiscard]] std::string order_of(const OpGraph& g, const Programs& programs, TimedOrder& t);
 
+/// A whole-order scheduler's start: the op graph of `problem` (split as `start` is) and `start` as
+/// its ids, timed; `infeasible` says why `start` cannot be (order_of), or is empty.
+struct StartOrder {
+  OpGraph graph;
+  TimedOrder timed;
+  std::string infeasible;
+};
+
+/// check_problem (throws, naming `who`), then the graph and the timed start order of `start`.
+[[nodiscard]] StartOrder start_order(const ListScheduleProblem& problem, const Programs& start,
+                                     std::string_view who);
+
 /// Times `t.order` as early as it allows; false on a cycle through the devices.
 bool time_order(const OpGraph& g, TimedOrder& t);
 

@@ -372,12 +372,12 @@ class Search {
 
 OrderSearchResult order_search(const ListScheduleProblem& problem, const Programs& start,
                                const OrderSearchOptions& options) {
-  check_problem(problem, "order search");
-  const OpGraph g(problem, splits_backward(start));
-  TimedOrder t;
+  StartOrder s = start_order(problem, start, "order search");
   OrderSearchResult out;
-  out.schedule.infeasible = order_of(g, start, t);
+  out.schedule.infeasible = s.infeasible;
   if (!out.schedule.feasible()) return out;
+  const OpGraph& g = s.graph;
+  TimedOrder& t = s.timed;
   // A device's cap is never below its peak in the start order.
   std::vector<std::int64_t> cap(t.order.size(), 0);
   for (std::size_t d = 0; d < t.order.size(); ++d) {

@@ -105,17 +105,15 @@ ListSchedule improve(const OpGraph& g, const TimedOrder& start, int count) {
 
 }  // namespace slack_detail
 
-using namespace slack_detail;
-
 ListSchedule slack_reschedule(const ListScheduleProblem& problem, const Programs& start,
                               const SlackOptions& options) {
-  check_problem(problem, "slack scheduler");
-  const OpGraph g(problem, splits_backward(start));
-  TimedOrder t;
-  ListSchedule bad;
-  bad.infeasible = order_of(g, start, t);
-  if (!bad.feasible()) return bad;
-  return improve(g, t, options.passes);
+  const StartOrder s = start_order(problem, start, "slack scheduler");
+  if (!s.infeasible.empty()) {
+    ListSchedule bad;
+    bad.infeasible = s.infeasible;
+    return bad;
+  }
+  return slack_detail::improve(s.graph, s.timed, options.passes);
 }
 
 }  // namespace octo

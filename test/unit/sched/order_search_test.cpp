@@ -12,34 +12,12 @@
 #include <random>
 #include <vector>
 
-#include "plan/deadlock.hpp"
-#include "plan/lower.hpp"
-#include "plan/validate.hpp"
-#include "sim/simulator.hpp"
+#include "sched_testing.hpp"
 
 namespace octo {
 namespace {
 
-/// One layer per stage, F = f, fused backward b (w = 0), no transfers.
-ListScheduleProblem problem(int devices, int microbatches, std::vector<int> stage_device, double f = 1,
-                            double b = 2) {
-  ListScheduleProblem p;
-  p.devices = devices;
-  p.microbatches = microbatches;
-  p.stage_device = std::move(stage_device);
-  StageCost c;
-  c.f_ms = f;
-  c.b_ms = b;
-  c.w_ms = 0;
-  c.act_bytes = 100;
-  c.out_bytes = 10;
-  c.in_bytes = 10;
-  p.costs.assign(p.stage_device.size(), c);
-  p.costs[0].in_bytes = 0;
-  return p;
-}
-
-Op op(OpKind k, int s, int m) { return Op::compute(k, s, m); }
+using schedtest::op;
 
 /// Every micro-batch through the whole pipeline before the next starts (each device's projection
 /// of F(0..S−1, m), BW(S−1..0, m) for m = 0, 1, ...): always runs, one pair in flight.
@@ -163,33 +141,6 @@ std::vector<std::int64_t> peak_bytes(const ListScheduleProblem& p, const Program
   return out;
 }
 
-Plan plan_of(const ListScheduleProblem& p, const Programs& programs) {
-  Plan plan;
-  plan.devices = p.devices;
-  plan.microbatches = p.microbatches;
-  for (int s = 0; s < p.stages(); ++s)
-    plan.stages.push_back({s, s + 1, p.stage_device[static_cast<std::size_t>(s)], false});
-  plan.programs = programs;
-  return plan;
-}
-
-SimInput free_links(const ListScheduleProblem& p) {
-  SimInput in;
-  in.devices = p.devices;
-  in.stages = p.costs;
-  in.set_uniform_links(1e12, 0);
-  in.static_bytes.assign(static_cast<std::size_t>(p.devices), 0);
-  return in;
-}
-
-void check_lowered(const ListScheduleProblem& p, Plan plan) {
-  LowerOptions lo;
-  lo.boundary_bytes.assign(static_cast<std::size_t>(p.stages() - 1), 5);
-  lower(plan, lo);
-  CHECK(validate_plan(plan).empty());
-  CHECK_FALSE(check_deadlock(plan).deadlock);
-}
-
 }  // namespace
 
 TEST_CASE("order search reaches the exhaustive optimum of small problems", "[order]") {
@@ -201,7 +152,7 @@ TEST_CASE("order search reaches the exhaustive optimum of small problems", "[ord
   const std::vector<Shape> shapes = {{2, 2, {0, 1, 0}}, {3, 3, {0, 1, 2}}, {2, 3, {0, 1}}};
   for (const Shape& shape : shapes)
     for (int trial = 0; trial < 3; ++trial) {
-      ListScheduleProblem p = problem(shape.devices, shape.microbatches, shape.map);
+      ListScheduleProblem p = schedtest::fused_problem(shape.devices, shape.microbatches, shape.map, 1, 2);
       for (StageCost& c : p.costs) {
         c.f_ms = 1 + static_cast<double>(rng() % 3);
         c.b_ms = 1 + static_cast<double>(rng() % 4);
@@ -229,7 +180,7 @@ TEST_CASE("order search reaches the 1F1B closed form and never goes below it", "
     for (const int m : {4, 8}) {
       std::vector<int> map(static_cast<std::size_t>(pp));
       std::iota(map.begin(), map.end(), 0);
-      const ListScheduleProblem p = problem(pp, m, map);
+      const ListScheduleProblem p = schedtest::fused_problem(pp, m, map, 1, 2);
       OrderSearchOptions o;
       o.activation_cap.assign(static_cast<std::size_t>(pp), pp * p.costs[0].act_bytes);
       o.max_timed_ops = 2'000'000;
@@ -250,24 +201,11 @@ TEST_CASE("order search is never worse than its start, keeps programs valid and 
   std::mt19937 rng(17);
   int improved = 0;
   for (int trial = 0; trial < 40; ++trial) {
-    const int D = 2 + static_cast<int>(rng() % 3), S = D + static_cast<int>(rng() % (2 * D));
-    const int M = 1 + static_cast<int>(rng() % 6);
-    std::vector<int> map(static_cast<std::size_t>(S));
-    for (int s = 0; s < S; ++s) map[static_cast<std::size_t>(s)] = s < D ? s : static_cast<int>(rng() % D);
-    ListScheduleProblem p = problem(D, M, map);
-    for (StageCost& c : p.costs) {
-      c.f_ms = 0.5 + (rng() % 8) * 0.25;
-      c.b_ms = 2 * c.f_ms;
-      c.w_ms = trial % 2 ? c.f_ms : 0;
+    const ListScheduleProblem p = schedtest::random_problem(rng, trial, [&](StageCost& c) {
       c.act_bytes = 50 + static_cast<std::int64_t>(rng() % 100);
       c.wgrad_bytes = trial % 2 ? c.act_bytes / 3 : 0;
-    }
-    ListScheduleOptions lo;
-    lo.split_bw = trial % 2 == 1;
-    lo.jitter = 4;
-    lo.jitter_seed = static_cast<std::uint64_t>(trial);
-    const ListSchedule start = list_schedule(p, lo);
-    REQUIRE(start.feasible());
+    });
+    const ListSchedule start = schedtest::jittered_start(p, trial);
     OrderSearchOptions o;
     o.max_timed_ops = 100000;
     const OrderSearchResult r = order_search(p, start.programs, o);
@@ -277,21 +215,15 @@ TEST_CASE("order search is never worse than its start, keeps programs valid and 
     improved += r.schedule.makespan_ms < start.makespan_ms * (1 - 1e-9);
     const std::vector<std::int64_t> before = peak_bytes(p, start.programs),
                                     after = peak_bytes(p, r.schedule.programs);
-    for (int d = 0; d < D; ++d) {
-      const auto du = static_cast<std::size_t>(d);
-      CHECK(std::is_permutation(start.programs[du].begin(), start.programs[du].end(),
-                                r.schedule.programs[du].begin(), r.schedule.programs[du].end()));
-      CHECK(after[du] <= before[du]);  // the default cap: the start's peak
-    }
-    const Plan plan = plan_of(p, r.schedule.programs);
-    CHECK(simulate(plan, free_links(p)).makespan_ms == Approx(r.schedule.makespan_ms));
-    check_lowered(p, plan);
+    for (std::size_t d = 0; d < before.size(); ++d)
+      CHECK(after[d] <= before[d]);  // the default cap: the start's peak
+    schedtest::check_reordered(p, start.programs, r.schedule.programs, r.schedule.makespan_ms);
   }
   CHECK(improved > 0);
 }
 
 TEST_CASE("order search is deterministic for a seed and stops at its work limit", "[order]") {
-  ListScheduleProblem p = problem(3, 6, {0, 1, 2, 0, 1, 2});
+  ListScheduleProblem p = schedtest::fused_problem(3, 6, {0, 1, 2, 0, 1, 2}, 1, 2);
   for (std::size_t s = 0; s < p.costs.size(); ++s) p.costs[s].f_ms = 0.5 + 0.3 * static_cast<double>(s % 3);
   OrderSearchOptions o;
   o.max_timed_ops = 30000;
@@ -306,7 +238,7 @@ TEST_CASE("order search is deterministic for a seed and stops at its work limit"
 }
 
 TEST_CASE("order search reports malformed orders", "[order]") {
-  const ListScheduleProblem p = problem(2, 1, {0, 1});
+  const ListScheduleProblem p = schedtest::fused_problem(2, 1, {0, 1}, 1, 2);
   const Programs good = {{op(OpKind::F, 0, 0), op(OpKind::BW, 0, 0)},
                          {op(OpKind::F, 1, 0), op(OpKind::BW, 1, 0)}};
   REQUIRE(order_search(p, good).schedule.feasible());

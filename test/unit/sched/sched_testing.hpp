@@ -1,15 +1,19 @@
 #pragma once
 // Helpers for the schedule tests: run a registered schedule on unit stage costs (F = B = W = 1
-// per stage, free transfers), lowered, validated, deadlock-checked and simulated.
+// per stage, free transfers), lowered, validated, deadlock-checked and simulated; and the small
+// fused-backward problems the whole-order schedulers (slack re-scheduler, order search) are tested on.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "plan/deadlock.hpp"
 #include "plan/lower.hpp"
 #include "plan/validate.hpp"
+#include "sched/list_scheduler.hpp"
 #include "sched/partition.hpp"
 #include "sched/schedule.hpp"
 #include "sim/simulator.hpp"
@@ -89,6 +93,98 @@ inline Run run_schedule(const std::string& name, int p, int m, int v = 0, std::i
   options.record_timeline = timeline;
   run.sim = simulate(run.plan, unit_input(p, v * p, act, wgrad), options);
   return run;
+}
+
+/// One layer per stage, F = f, fused backward b (w = 0, R = f), no transfers; 100 activation bytes
+/// per F, 10-byte boundaries.
+inline ListScheduleProblem fused_problem(int devices, int microbatches, std::vector<int> stage_device,
+                                         double f, double b) {
+  ListScheduleProblem p;
+  p.devices = devices;
+  p.microbatches = microbatches;
+  p.stage_device = std::move(stage_device);
+  StageCost c;
+  c.f_ms = f;
+  c.b_ms = b;
+  c.w_ms = 0;
+  c.r_ms = f;
+  c.act_bytes = 100;
+  c.out_bytes = 10;
+  c.in_bytes = 10;
+  p.costs.assign(p.stage_device.size(), c);
+  p.costs[0].in_bytes = 0;
+  return p;
+}
+
+inline Op op(OpKind k, int s, int m) { return Op::compute(k, s, m); }
+
+/// The compute-only plan of `programs` for `p`.
+inline Plan plan_of(const ListScheduleProblem& p, const Programs& programs) {
+  Plan plan = bare_plan(p.devices, p.microbatches, p.stage_device);
+  plan.programs = programs;
+  return plan;
+}
+
+/// The same plan with its SEND/RECV ops: valid and free of deadlock, or the test fails.
+inline void check_lowered(const ListScheduleProblem& p, Plan plan) {
+  LowerOptions lo;
+  lo.boundary_bytes.assign(static_cast<std::size_t>(p.stages() - 1), 5);
+  lower(plan, lo);
+  CHECK(validate_plan(plan).empty());
+  CHECK_FALSE(check_deadlock(plan).deadlock);
+}
+
+/// Simulator input of `p`'s stage costs with free transfers and no static memory.
+inline SimInput free_links(const ListScheduleProblem& p) {
+  SimInput in;
+  in.devices = p.devices;
+  in.stages = p.costs;
+  in.set_uniform_links(1e12, 0);
+  in.static_bytes.assign(static_cast<std::size_t>(p.devices), 0);
+  return in;
+}
+
+/// Trial `trial`'s random problem: 2–4 devices, D to 3D − 1 stages (the first D one per device,
+/// the others on random ones), 1–6 micro-batches; per stage F from 0.5 to 2.25 ms, B = 2F, W = F
+/// on odd trials (split backward) else 0, then `more(cost)` (further draws from `rng`).
+template <class More>
+ListScheduleProblem random_problem(std::mt19937& rng, int trial, More&& more) {
+  const int D = 2 + static_cast<int>(rng() % 3), S = D + static_cast<int>(rng() % (2 * D));
+  const int M = 1 + static_cast<int>(rng() % 6);
+  std::vector<int> map(static_cast<std::size_t>(S));
+  for (int s = 0; s < S; ++s) map[static_cast<std::size_t>(s)] = s < D ? s : static_cast<int>(rng() % D);
+  ListScheduleProblem p = fused_problem(D, M, map, 1, 1);
+  for (StageCost& c : p.costs) {
+    c.f_ms = 0.5 + (rng() % 8) * 0.25;
+    c.b_ms = 2 * c.f_ms;
+    c.w_ms = trial % 2 ? c.f_ms : 0;  // split or fused-like
+    more(c);
+  }
+  return p;
+}
+
+/// A start for trial `trial` (random_problem): list-scheduled with jittered priorities (seed
+/// `trial`), split backward on odd trials; feasible or the test fails.
+inline ListSchedule jittered_start(const ListScheduleProblem& p, int trial) {
+  ListScheduleOptions o;
+  o.split_bw = trial % 2 == 1;
+  o.jitter = 4;
+  o.jitter_seed = static_cast<std::uint64_t>(trial);
+  ListSchedule start = list_schedule(p, o);
+  REQUIRE(start.feasible());
+  return start;
+}
+
+/// `programs` hold each device's ops of `start` (reordered), the simulator times them at
+/// `makespan_ms`, and lowered they are valid and free of deadlock.
+inline void check_reordered(const ListScheduleProblem& p, const Programs& start, const Programs& programs,
+                            double makespan_ms) {
+  REQUIRE(programs.size() == start.size());
+  for (std::size_t d = 0; d < start.size(); ++d)
+    CHECK(std::is_permutation(start[d].begin(), start[d].end(), programs[d].begin(), programs[d].end()));
+  const Plan plan = plan_of(p, programs);
+  CHECK(simulate(plan, free_links(p)).makespan_ms == Approx(makespan_ms));
+  check_lowered(p, plan);
 }
 
 }  // namespace octo::schedtest
