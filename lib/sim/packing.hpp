@@ -23,7 +23,8 @@ enum class Packing : std::uint8_t {
 /// whose c smallest fit its capacity), then searches assignments
 /// depth-first, largest item first, with the usual symmetry cuts (bins of equal remaining room are
 /// interchangeable; identical items go to bins in non-decreasing order), for at most `node_limit`
-/// nodes. Bins with negative capacity take nothing.
+/// nodes, checking the cardinality condition again for the items left in the rooms left after each
+/// of the few heaviest items is placed. Bins with negative capacity take nothing.
 [[nodiscard]] Packing pack_items(std::span<const double> items, std::span<const double> capacities,
                                  double slack, std::int64_t node_limit = 20000);
 
