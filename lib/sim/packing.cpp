@@ -8,10 +8,6 @@
 namespace octo {
 namespace {
 
-/// The search re-checks the cardinality condition after each of the first this many items (the
-/// heaviest) is placed; deeper nodes are many and the condition rarely cuts there.
-constexpr std::size_t kCardinalityDepth = 3;
-
 /// The cardinality condition, for every prefix of the heaviest items: take the p heaviest
 /// (`sorted` is non-increasing, so they are sorted[0..p−1]). Any c of them sum to at least the c
 /// smallest of them, sorted[p − c..p − 1], so a bin of room r holds at most c_r of them, the largest
@@ -22,22 +18,17 @@ constexpr std::size_t kCardinalityDepth = 3;
 /// Returns false when some prefix fails it (proven infeasible).
 bool cardinality_holds(const std::vector<double>& prefix, std::size_t from, const std::vector<double>& room) {
   const std::size_t n = prefix.size() - 1;
+  // held[b]: c_r of bin b for the prefix before. Each item added is no larger than the others, so the
+  // c smallest only get smaller and c_r never decreases: it is advanced, not searched again.
+  std::vector<std::size_t> held(room.size(), 0);
   for (std::size_t e = from + 1; e <= n; ++e) {  // the items sorted[from..e−1]
-    // smallest(c): Σ of the c smallest of them, increasing in c.
-    auto smallest = [&](std::size_t c) { return prefix[e] - prefix[e - c]; };
     const std::size_t p = e - from;
     std::size_t slots = 0;
-    for (double r : room) {
-      std::size_t lo = 0, hi = p;  // smallest(lo) <= r; find the largest such c in [lo, hi]
-      while (lo < hi) {
-        const std::size_t mid = (lo + hi + 1) / 2;
-        if (smallest(mid) <= r)
-          lo = mid;
-        else
-          hi = mid - 1;
-      }
-      slots += lo;
-      if (slots >= p) break;
+    for (std::size_t b = 0; b < room.size() && slots < p; ++b) {
+      std::size_t c = held[b];  // Σ of the c + 1 smallest of them: prefix[e] − prefix[e − c − 1]
+      while (c < p && prefix[e] - prefix[e - c - 1] <= room[b]) ++c;
+      held[b] = c;
+      slots += c;
     }
     if (slots < p) return false;
   }
@@ -47,8 +38,8 @@ bool cardinality_holds(const std::vector<double>& prefix, std::size_t from, cons
 /// Depth-first assignment of the items (sorted, largest first) to bins.
 class Search {
  public:
-  Search(std::vector<double> items, std::vector<double> room, std::int64_t limit)
-      : items_(std::move(items)), room_(std::move(room)), limit_(limit) {
+  Search(std::vector<double> items, std::vector<double> room, std::int64_t limit, std::size_t recheck)
+      : items_(std::move(items)), room_(std::move(room)), limit_(limit), recheck_(recheck) {
     suffix_.assign(items_.size() + 1, 0.0);
     for (std::size_t i = items_.size(); i-- > 0;) suffix_[i] = suffix_[i + 1] + items_[i];
     prefix_.assign(items_.size() + 1, 0.0);
@@ -77,7 +68,7 @@ class Search {
     // The items left must also pass the cardinality condition in the rooms left: once a heavy item
     // (an LM head) has taken most of a bin, that bin holds few of the rest, which the condition at
     // the root (all bins empty) cannot see.
-    if (i > 0 && i <= kCardinalityDepth && !cardinality_holds(prefix_, i, room_)) return false;
+    if (i > 0 && i <= recheck_ && !cardinality_holds(prefix_, i, room_)) return false;
     // Identical items are interchangeable: put them in non-decreasing bin order.
     const std::size_t first = i > 0 && items_[i] == items_[i - 1] ? bin_[i - 1] : 0;
     for (std::size_t j = first; j < room_.size(); ++j) {
@@ -99,13 +90,14 @@ class Search {
   std::vector<double> items_, room_, suffix_, prefix_;
   std::vector<std::size_t> bin_;
   std::int64_t limit_ = 0, nodes_ = 0;
+  std::size_t recheck_ = 0;  ///< the condition is checked again after each of the first this many items
   bool hit_limit_ = false;
 };
 
 }  // namespace
 
 Packing pack_items(std::span<const double> items, std::span<const double> capacities, double slack,
-                   std::int64_t node_limit) {
+                   std::int64_t node_limit, int recheck) {
   std::vector<double> room;
   for (double c : capacities)
     if (c + slack >= 0) room.push_back(c + slack);
@@ -124,7 +116,9 @@ Packing pack_items(std::span<const double> items, std::span<const double> capaci
   std::vector<double> prefix(sorted.size() + 1, 0.0);
   for (std::size_t i = 0; i < sorted.size(); ++i) prefix[i + 1] = prefix[i] + sorted[i];
   if (!cardinality_holds(prefix, 0, room)) return Packing::Infeasible;
-  return Search(std::move(sorted), std::move(room), node_limit).run();
+  return Search(std::move(sorted), std::move(room), node_limit,
+                static_cast<std::size_t>(std::max(recheck, 0)))
+      .run();
 }
 
 double largest_infeasible(double lo, double hi, const std::function<bool(double)>& infeasible) {
@@ -152,11 +146,12 @@ double largest_infeasible(double lo, double hi, const std::function<bool(double)
 }
 
 double min_packable_time(std::span<const double> items, std::span<const double> offsets, double lo, double hi,
-                         std::int64_t node_limit) {
+                         std::int64_t node_limit, int recheck) {
   std::vector<double> caps(offsets.size());
   return largest_infeasible(lo, hi, [&](double t) {
     for (std::size_t j = 0; j < offsets.size(); ++j) caps[j] = t - offsets[j];
-    return pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), node_limit) == Packing::Infeasible;
+    return pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), node_limit, recheck) ==
+           Packing::Infeasible;
   });
 }
 
