@@ -332,6 +332,13 @@ TEST_CASE("packing agrees with brute force", "[bound][packing]") {
     INFO("iteration " << iter);
     CHECK(got != Packing::Unknown);
     CHECK((got == Packing::Feasible) == truth);
+    // With a few nodes the conditions (at the root and re-checked after each of the heaviest items
+    // is placed) decide what they can; what they prove must hold, and nothing else is claimed.
+    for (std::int64_t limit : {1, 2, 4, 8}) {
+      const Packing early = pack_items(items, caps, 1e-9, limit);
+      if (early == Packing::Infeasible) CHECK(!truth);
+      if (early == Packing::Feasible) CHECK(truth);
+    }
   }
   // 3, 3, 2, 2, 2 on two bins whose second starts 1 later: at 6 the bins hold 6 and 5, and no
   // split of the items gives 6 | <= 5; at 7, 3 + 2 + 2 | 3 + 2. Starting 3 later: 3 + 3 + 2 | 2 + 2
