@@ -73,7 +73,7 @@ struct Layers {
 /// The smallest T for which `items` are not proven unpackable into bins of room T − offsets[j].
 /// A bin with an infinite offset can never take anything and is left out.
 double packing_bound(const std::vector<double>& items, std::vector<double> offsets,
-                     std::int64_t node_limit = 20000) {
+                     std::int64_t node_limit = 20000, int recheck = 3) {
   std::erase_if(offsets, [](double o) { return !std::isfinite(o); });
   if (offsets.empty()) return kInf;
   double volume = 0, largest = 0;
@@ -99,7 +99,7 @@ double packing_bound(const std::vector<double>& items, std::vector<double> offse
   // large items (e.g. 26 equal layers on 8 devices: some device holds 4, not 3.25), so the search
   // is not capped near lo (largest_infeasible gallops up from lo).
   const double hi = std::max(lo, volume + offset_min) * (1 + 1e-9) + 1e-9;
-  return min_packable_time(items, offsets, lo, hi, node_limit);
+  return min_packable_time(items, offsets, lo, hi, node_limit, recheck);
 }
 
 /// Each layer's share of the ops (its F, B and W portions) can start no earlier than the chain in
@@ -302,10 +302,12 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
       first_backward[static_cast<std::size_t>(j)] += first_b;
     }
     std::vector<BoundTerm> terms{{"work", work}, {"critical_path", path}};
-    // The quick bound's packing searches stop early (the conditions decide most cases).
+    // The quick bound's packing searches stop early (the conditions decide most cases) and check
+    // the cardinality condition only with all bins empty (as before the full bound re-checked it).
     const std::int64_t nodes = full ? 20000 : kQuickPackingNodes;
-    terms.push_back({"granularity", packing_bound(all, zero, nodes)});
-    terms.push_back({"warm_up", packing_bound(all, warm, nodes)});
+    const int recheck = full ? 3 : 0;
+    terms.push_back({"granularity", packing_bound(all, zero, nodes, recheck)});
+    terms.push_back({"warm_up", packing_bound(all, warm, nodes, recheck)});
     if (!full) {
       LowerBound lb = finish(std::move(terms), k);
       if (lb.ms < best.ms) best = std::move(lb);

@@ -8,13 +8,42 @@
 namespace octo {
 namespace {
 
+/// The cardinality condition, for every prefix of the heaviest items: take the p heaviest
+/// (`sorted` is non-increasing, so they are sorted[0..p−1]). Any c of them sum to at least the c
+/// smallest of them, sorted[p − c..p − 1], so a bin of room r holds at most c_r of them, the largest
+/// c whose c smallest fit in r; all p must be placed, so Σ_bins c_r >= p. With equal items this is
+/// the counting condition Σ floor(r / s) >= p; with unequal ones it is tighter (two items of 3 and
+/// 4 in a bin of 6: floor(6 / 3) = 2 slots, but 3 + 4 > 6, so one). `prefix[i]` is Σ sorted[0..i−1];
+/// only the items from `from` on are checked (the ones not yet placed), against the rooms left.
+/// Returns false when some prefix fails it (proven infeasible).
+bool cardinality_holds(const std::vector<double>& prefix, std::size_t from, const std::vector<double>& room) {
+  const std::size_t n = prefix.size() - 1;
+  // held[b]: c_r of bin b for the prefix before. Each item added is no larger than the others, so the
+  // c smallest only get smaller and c_r never decreases: it is advanced, not searched again.
+  std::vector<std::size_t> held(room.size(), 0);
+  for (std::size_t e = from + 1; e <= n; ++e) {  // the items sorted[from..e−1]
+    const std::size_t p = e - from;
+    std::size_t slots = 0;
+    for (std::size_t b = 0; b < room.size() && slots < p; ++b) {
+      std::size_t c = held[b];  // Σ of the c + 1 smallest of them: prefix[e] − prefix[e − c − 1]
+      while (c < p && prefix[e] - prefix[e - c - 1] <= room[b]) ++c;
+      held[b] = c;
+      slots += c;
+    }
+    if (slots < p) return false;
+  }
+  return true;
+}
+
 /// Depth-first assignment of the items (sorted, largest first) to bins.
 class Search {
  public:
-  Search(std::vector<double> items, std::vector<double> room, std::int64_t limit)
-      : items_(std::move(items)), room_(std::move(room)), limit_(limit) {
+  Search(std::vector<double> items, std::vector<double> room, std::int64_t limit, std::size_t recheck)
+      : items_(std::move(items)), room_(std::move(room)), limit_(limit), recheck_(recheck) {
     suffix_.assign(items_.size() + 1, 0.0);
     for (std::size_t i = items_.size(); i-- > 0;) suffix_[i] = suffix_[i + 1] + items_[i];
+    prefix_.assign(items_.size() + 1, 0.0);
+    for (std::size_t i = 0; i < items_.size(); ++i) prefix_[i + 1] = prefix_[i] + items_[i];
     bin_.assign(items_.size(), 0);
   }
 
@@ -36,6 +65,10 @@ class Search {
     for (double r : room_)
       if (r >= smallest) usable += r;
     if (usable < suffix_[i]) return false;
+    // The items left must also pass the cardinality condition in the rooms left: once a heavy item
+    // (an LM head) has taken most of a bin, that bin holds few of the rest, which the condition at
+    // the root (all bins empty) cannot see.
+    if (i > 0 && i <= recheck_ && !cardinality_holds(prefix_, i, room_)) return false;
     // Identical items are interchangeable: put them in non-decreasing bin order.
     const std::size_t first = i > 0 && items_[i] == items_[i - 1] ? bin_[i - 1] : 0;
     for (std::size_t j = first; j < room_.size(); ++j) {
@@ -54,48 +87,17 @@ class Search {
     return false;
   }
 
-  std::vector<double> items_, room_, suffix_;
+  std::vector<double> items_, room_, suffix_, prefix_;
   std::vector<std::size_t> bin_;
   std::int64_t limit_ = 0, nodes_ = 0;
+  std::size_t recheck_ = 0;  ///< the condition is checked again after each of the first this many items
   bool hit_limit_ = false;
 };
-
-/// The cardinality condition, for every prefix of the heaviest items: take the i + 1 heaviest
-/// (`sorted` is non-increasing, so they are sorted[0..i]). Any c of them sum to at least the c
-/// smallest of them, sorted[i − c + 1..i], so a bin of room r holds at most c_r of them, the largest
-/// c whose c smallest fit in r; all i + 1 must be placed, so Σ_bins c_r >= i + 1. With equal items
-/// this is the counting condition Σ floor(r / s) >= i + 1; with unequal ones it is tighter (two
-/// items of 3 and 4 in a bin of 6: floor(6 / 3) = 2 slots, but 3 + 4 > 6, so one). Returns false
-/// when some prefix fails it (proven infeasible).
-bool cardinality_holds(const std::vector<double>& sorted, const std::vector<double>& room) {
-  const std::size_t n = sorted.size();
-  std::vector<double> prefix(n + 1, 0.0);
-  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + sorted[i];
-  for (std::size_t i = 0; i < n; ++i) {
-    // smallest(c): Σ of the c smallest of the i + 1 heaviest, increasing in c.
-    auto smallest = [&](std::size_t c) { return prefix[i + 1] - prefix[i + 1 - c]; };
-    std::size_t slots = 0;
-    for (double r : room) {
-      std::size_t lo = 0, hi = i + 1;  // smallest(lo) <= r; find the largest such c in [lo, hi]
-      while (lo < hi) {
-        const std::size_t mid = (lo + hi + 1) / 2;
-        if (smallest(mid) <= r)
-          lo = mid;
-        else
-          hi = mid - 1;
-      }
-      slots += lo;
-      if (slots > i) break;
-    }
-    if (slots < i + 1) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
 Packing pack_items(std::span<const double> items, std::span<const double> capacities, double slack,
-                   std::int64_t node_limit) {
+                   std::int64_t node_limit, int recheck) {
   std::vector<double> room;
   for (double c : capacities)
     if (c + slack >= 0) room.push_back(c + slack);
@@ -111,8 +113,12 @@ Packing pack_items(std::span<const double> items, std::span<const double> capaci
   if (std::accumulate(sorted.begin(), sorted.end(), 0.0) > std::accumulate(room.begin(), room.end(), 0.0))
     return Packing::Infeasible;
   if (sorted.front() > room.front()) return Packing::Infeasible;
-  if (!cardinality_holds(sorted, room)) return Packing::Infeasible;
-  return Search(std::move(sorted), std::move(room), node_limit).run();
+  std::vector<double> prefix(sorted.size() + 1, 0.0);
+  for (std::size_t i = 0; i < sorted.size(); ++i) prefix[i + 1] = prefix[i] + sorted[i];
+  if (!cardinality_holds(prefix, 0, room)) return Packing::Infeasible;
+  return Search(std::move(sorted), std::move(room), node_limit,
+                static_cast<std::size_t>(std::max(recheck, 0)))
+      .run();
 }
 
 double largest_infeasible(double lo, double hi, const std::function<bool(double)>& infeasible) {
@@ -140,11 +146,12 @@ double largest_infeasible(double lo, double hi, const std::function<bool(double)
 }
 
 double min_packable_time(std::span<const double> items, std::span<const double> offsets, double lo, double hi,
-                         std::int64_t node_limit) {
+                         std::int64_t node_limit, int recheck) {
   std::vector<double> caps(offsets.size());
   return largest_infeasible(lo, hi, [&](double t) {
     for (std::size_t j = 0; j < offsets.size(); ++j) caps[j] = t - offsets[j];
-    return pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), node_limit) == Packing::Infeasible;
+    return pack_items(items, caps, 1e-9 * std::max(1.0, std::abs(t)), node_limit, recheck) ==
+           Packing::Infeasible;
   });
 }
 

@@ -23,9 +23,12 @@ enum class Packing : std::uint8_t {
 /// whose c smallest fit its capacity), then searches assignments
 /// depth-first, largest item first, with the usual symmetry cuts (bins of equal remaining room are
 /// interchangeable; identical items go to bins in non-decreasing order), for at most `node_limit`
-/// nodes. Bins with negative capacity take nothing.
+/// nodes, checking the cardinality condition again for the items left in the rooms left after each
+/// of the `recheck` heaviest items is placed (once an LM head has taken most of a bin, that bin holds
+/// few of the rest, which the check with all bins empty cannot see). Bins with negative capacity
+/// take nothing.
 [[nodiscard]] Packing pack_items(std::span<const double> items, std::span<const double> capacities,
-                                 double slack, std::int64_t node_limit = 20000);
+                                 double slack, std::int64_t node_limit = 20000, int recheck = 3);
 
 /// Bisection for a lower bound: the largest t in [lo, hi] (to a relative precision of about 1e-7)
 /// for which `infeasible(t)` was proven, assuming infeasibility is monotone (true below some
@@ -37,8 +40,10 @@ enum class Packing : std::uint8_t {
 /// The smallest T in [lo, hi] (to a relative precision of about 1e-7) for which the items are not
 /// proven unpackable into bins of capacity T − offset[j]: a number that is <= the true smallest
 /// feasible T, i.e. a valid lower bound. `hi` must be feasible (e.g. every item fits in one bin);
-/// returns lo when lo is not proven infeasible. `node_limit`: of each packing search (pack_items).
+/// returns lo when lo is not proven infeasible. `node_limit`, `recheck`: of each packing search
+/// (pack_items).
 [[nodiscard]] double min_packable_time(std::span<const double> items, std::span<const double> offsets,
-                                       double lo, double hi, std::int64_t node_limit = 20000);
+                                       double lo, double hi, std::int64_t node_limit = 20000,
+                                       int recheck = 3);
 
 }  // namespace octo

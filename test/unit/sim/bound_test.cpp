@@ -332,6 +332,13 @@ TEST_CASE("packing agrees with brute force", "[bound][packing]") {
     INFO("iteration " << iter);
     CHECK(got != Packing::Unknown);
     CHECK((got == Packing::Feasible) == truth);
+    // With a few nodes the conditions (at the root and re-checked after each of the heaviest items
+    // is placed) decide what they can; what they prove must hold, and nothing else is claimed.
+    for (std::int64_t limit : {1, 2, 4, 8}) {
+      const Packing early = pack_items(items, caps, 1e-9, limit);
+      if (early == Packing::Infeasible) CHECK(!truth);
+      if (early == Packing::Feasible) CHECK(truth);
+    }
   }
   // 3, 3, 2, 2, 2 on two bins whose second starts 1 later: at 6 the bins hold 6 and 5, and no
   // split of the items gives 6 | <= 5; at 7, 3 + 2 + 2 | 3 + 2. Starting 3 later: 3 + 3 + 2 | 2 + 2
@@ -357,6 +364,37 @@ TEST_CASE("packing: the cardinality of the heaviest items proves what counting b
   // Where every prefix passes the conditions decide nothing and the search is left to: 4 + 2 | 3 + 3.
   CHECK(pack_items(std::vector<double>{4, 3, 3, 2}, std::vector<double>{6, 6}, 1e-9, 0) == Packing::Unknown);
   CHECK(pack_items(std::vector<double>{4, 3, 3, 2}, std::vector<double>{6, 6}, 1e-9) == Packing::Feasible);
+}
+
+TEST_CASE("packing: the cardinality condition holds for the items left once the heaviest are placed",
+          "[bound][packing]") {
+  // An item of 10 and eight of 2 in two bins of 13: volume 26 <= 26, and at the root each bin holds
+  // six of the 2s (12 <= 13), 6 + 6 >= 9. The bin that takes the 10 has 3 left, one 2; the other
+  // holds six: 7 < 8, so it is infeasible. With a node limit of 2 the search places the 10 (node
+  // 2, the other bin is the same) and the condition on the eight items left decides; without it
+  // the search would hit the limit there (Unknown).
+  std::vector<double> items(8, 2.0);
+  items.push_back(10.0);
+  CHECK(pack_items(items, std::vector<double>{13, 13}, 1e-9, 2) == Packing::Infeasible);
+  CHECK(pack_items(items, std::vector<double>{14, 14}, 1e-9) == Packing::Feasible);  // 10 + 2 + 2 | six 2s
+}
+
+TEST_CASE("a heavy layer: the device that holds it takes few of the others", "[bound]") {
+  // An LM-head-like layer F = 2.1 and 40 light layers F = 0.2 + i · 1e-5 (i = 0 … 39, all
+  // different, so the packing search cannot decide them in its node limit), w = b = 0, m = 10,
+  // four devices, free transfers: items 21 and 2 + i · 1e-3. The volume gives 101.78 / 4 = 25.45.
+  // Below 26 the head's device has room for at most two light layers (21 + 3 · 2 > 26) and each of
+  // the other three at most twelve (13 · 2 > 26): 2 + 36 < 40, so granularity >= 26. At 26.5 the
+  // head with the two smallest light layers (25.001) and 13, 13, 12 of the others (at most 26 +
+  // 13 · 0.039 < 26.51) fit, so granularity <= 26.51.
+  std::vector<StageCost> layers;
+  for (int i = 0; i < 40; ++i) layers.push_back(cost(0.2 + i * 1e-5, 0, 0));
+  layers.push_back(cost(2.1, 0, 0));
+  const LowerBound a = any_plan_lower_bound(make_input(4, layers), 10);
+  REQUIRE(a.terms[2].name == "granularity");
+  CHECK(a.terms[2].ms >= 26.0 * (1 - 1e-9));
+  CHECK(a.terms[2].ms <= 26.51);
+  CHECK(a.ms >= 26.0 * (1 - 1e-9));
 }
 
 TEST_CASE("window assignment: one assignment of layers to devices for every window", "[bound][windows]") {
