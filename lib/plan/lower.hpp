@@ -25,6 +25,10 @@ struct LowerOptions {
   std::vector<std::int64_t> boundary_bytes;
   /// Per-stage op durations; empty: every op takes 1 unit.
   std::vector<StageDurations> durations;
+  /// Directed links between devices (devices x devices, from-major; in the durations' unit and
+  /// bytes per that unit): a cross-device consumer is taken to wait for latency + bytes /
+  /// bandwidth after its producer when the transfers are ordered. Empty: free transfers.
+  std::vector<double> link_latency, link_bandwidth;
 };
 
 /// Inserts SEND/RECV ops into plan.programs (existing comm ops are removed first). The programs
