@@ -1,9 +1,9 @@
 #pragma once
 /// Comm lowering: turns compute-only programs into programs with SEND/RECV ops, deadlock-free by
 /// construction (lib/plan/CONTRACTS.md, "Lowering"): simulate the compute-only schedule (list order per
-/// device, dependencies, per-stage durations, free transfers), order all transfers globally by
-/// their producer's completion, and give each device its comm ops in that global order — a SEND
-/// right after its producer when the order allows, a RECV as early as the order allows.
+/// device, dependencies, per-stage durations, free transfers or the links' transfer times), order all
+/// transfers globally by their producer's completion, and give each device its comm ops in that global order
+/// — a SEND right after its producer when the order allows, a RECV as early as the order allows.
 
 #include <cstdint>
 #include <vector>

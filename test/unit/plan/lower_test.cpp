@@ -185,6 +185,17 @@ TEST_CASE("lowering random valid compute orders gives valid, deadlock-free plans
       for (int s = 0; s < S; ++s)
         options.durations.push_back({dur(rng), dur(rng), coin(rng) ? 0.0 : dur(rng), dur(rng)});
     }
+    // Links with random latencies and bandwidths in every other trial (their own generator, so
+    // the plans and the draws above stay those of the free-transfer trials).
+    std::mt19937 link_rng(static_cast<unsigned>(trial));
+    if (trial % 2 == 1) {
+      std::uniform_real_distribution<double> latency(0.0, 2.0), bandwidth(100.0, 5000.0);
+      const auto n = static_cast<std::size_t>(plan.devices) * static_cast<std::size_t>(plan.devices);
+      for (std::size_t k = 0; k < n; ++k) {
+        options.link_latency.push_back(latency(link_rng));
+        options.link_bandwidth.push_back(bandwidth(link_rng));
+      }
+    }
     ValidateOptions compute_only;
     compute_only.comm = CommCheck::Forbidden;
     INFO("trial " << trial << ": " << S << " stages, " << plan.devices << " devices, " << plan.microbatches
