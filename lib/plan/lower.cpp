@@ -78,6 +78,21 @@ void lower(Plan& plan, const LowerOptions& options) {
   for (int d = D - 1; d >= 0; --d) stack.push_back(d);
   std::int32_t finished = 0;
   std::array<Dependency, kMaxDependencies> deps;
+  const bool links = !options.link_latency.empty() || !options.link_bandwidth.empty();
+  if (links && (options.link_latency.size() != static_cast<std::size_t>(D) * D ||
+                options.link_bandwidth.size() != static_cast<std::size_t>(D) * D))
+    fail("lower: link matrices must be {} x {} (or both empty)", D, D);
+  // The time a dependency's tensor takes to reach `op`'s device (0 on one device).
+  auto transfer = [&](const Dependency& dep, const Op& op) {
+    const int from = ix.device_of[dep.id], to = plan.stages[op.stage].device;
+    if (!links || !dep.crosses || from == to) return 0.0;
+    const auto k = static_cast<std::size_t>(from) * D + to;
+    const int b = std::min(op.stage, dep.stage);
+    const double bytes =
+        options.boundary_bytes.empty() ? 0.0 : static_cast<double>(options.boundary_bytes[b]);
+    return options.link_latency[k] +
+           (options.link_bandwidth[k] > 0 ? bytes / options.link_bandwidth[k] : 0.0);
+  };
   while (!stack.empty()) {
     const int d = stack.back();
     stack.pop_back();
@@ -92,7 +107,7 @@ void lower(Plan& plan, const LowerOptions& options) {
         if (rank[deps[i].id] < 0)
           ready = false;
         else
-          start = std::max(start, end[deps[i].id]);
+          start = std::max(start, end[deps[i].id] + transfer(deps[i], op));
       }
       if (!ready) break;
       const StageDurations unit;

@@ -1,9 +1,9 @@
 #pragma once
 /// Comm lowering: turns compute-only programs into programs with SEND/RECV ops, deadlock-free by
 /// construction (lib/plan/CONTRACTS.md, "Lowering"): simulate the compute-only schedule (list order per
-/// device, dependencies, per-stage durations, free transfers), order all transfers globally by
-/// their producer's completion, and give each device its comm ops in that global order — a SEND
-/// right after its producer when the order allows, a RECV as early as the order allows.
+/// device, dependencies, per-stage durations, free transfers or the links' transfer times), order all
+/// transfers globally by their producer's completion, and give each device its comm ops in that global order
+/// — a SEND right after its producer when the order allows, a RECV as early as the order allows.
 
 #include <cstdint>
 #include <vector>
@@ -25,6 +25,10 @@ struct LowerOptions {
   std::vector<std::int64_t> boundary_bytes;
   /// Per-stage op durations; empty: every op takes 1 unit.
   std::vector<StageDurations> durations;
+  /// Directed links between devices (devices x devices, from-major; in the durations' unit and
+  /// bytes per that unit): a cross-device consumer is taken to wait for latency + bytes /
+  /// bandwidth after its producer when the transfers are ordered. Empty: free transfers.
+  std::vector<double> link_latency, link_bandwidth;
 };
 
 /// Inserts SEND/RECV ops into plan.programs (existing comm ops are removed first). The programs

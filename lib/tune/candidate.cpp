@@ -186,6 +186,11 @@ Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_ou
     lo.durations[static_cast<std::size_t>(s)] =
         StageDurations{sc.f_ms + ov, sc.b_ms + ov, sc.w_ms + ov, sc.r_ms + ov};
   }
+  // Transfers ordered by when their data arrives, not when it is produced: with free transfers
+  // a device's comm stream can hold a RECV whose data is still on the way in front of a SEND
+  // that is ready (head-of-line blocking on the FIFO comm stream).
+  lo.link_latency = in.link_latency_ms;
+  lo.link_bandwidth = in.link_bandwidth;
   SimOptions so;
   so.critical_path = false;
   try {

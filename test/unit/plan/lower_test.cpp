@@ -105,6 +105,58 @@ TEST_CASE("durations decide the global transfer order", "[lower]") {
   CHECK_FALSE(check_deadlock(plan).deadlock);
 }
 
+TEST_CASE("with links, transfers are ordered by when their data arrives", "[lower]") {
+  // Two stages on devices 0 and 1, two micro-batches, fused BW; stage 0's F takes 3, every other
+  // op 1; 4096 bytes over 2048 bytes per unit: a transfer takes 2.
+  // Free transfers: dev0 F00 [0,3] F01 [3,6]; dev1 F10 [3,4] BW10 [4,5] F11 [6,7] BW11 [7,8]:
+  // producer ends a0 3, g0 5, a1 6, g1 8, so dev0's comm stream holds RECV g0 before SEND a1.
+  // With the links: F10 [5,6] BW10 [6,7] F11 [8,9] BW11 [9,10]: a0 3, a1 6, g0 7, g1 10, so SEND a1
+  // comes first (in a simulation its data is ready at 6, g0's arrives only at 9).
+  Plan plan = make_plan({2, 3}, {0, 1}, 2, 2);
+  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 0, 1),
+                      Op::compute(OpKind::BW, 0, 0), Op::compute(OpKind::BW, 0, 1)};
+  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0),
+                      Op::compute(OpKind::F, 1, 1), Op::compute(OpKind::BW, 1, 1)};
+  LowerOptions options;
+  options.boundary_bytes = {4096};
+  options.durations = {{3, 1, 0, 1}, {1, 1, 0, 1}};
+  const auto A = TensorKind::Activation, G = TensorKind::Gradient;
+  const Op f00 = Op::compute(OpKind::F, 0, 0), f01 = Op::compute(OpKind::F, 0, 1);
+  const Op bw00 = Op::compute(OpKind::BW, 0, 0), bw01 = Op::compute(OpKind::BW, 0, 1);
+  const Op f10 = Op::compute(OpKind::F, 1, 0), f11 = Op::compute(OpKind::F, 1, 1);
+  const Op bw10 = Op::compute(OpKind::BW, 1, 0), bw11 = Op::compute(OpKind::BW, 1, 1);
+  const Op send_a0{OpKind::Send, 0, 0, 1, A, 4096}, send_a1{OpKind::Send, 0, 1, 1, A, 4096};
+  const Op recv_a0{OpKind::Recv, 0, 0, 0, A, 4096}, recv_a1{OpKind::Recv, 0, 1, 0, A, 4096};
+  const Op send_g0{OpKind::Send, 1, 0, 0, G, 4096}, send_g1{OpKind::Send, 1, 1, 0, G, 4096};
+  const Op recv_g0{OpKind::Recv, 1, 0, 1, G, 4096}, recv_g1{OpKind::Recv, 1, 1, 1, G, 4096};
+
+  Plan free = plan;
+  lower(free, options);  // global order a0 g0 a1 g1
+  CHECK(free.programs[0] == std::vector<Op>{f00, send_a0, recv_g0, f01, send_a1, recv_g1, bw00, bw01});
+  CHECK(free.programs[1] == std::vector<Op>{recv_a0, f10, bw10, send_g0, recv_a1, f11, bw11, send_g1});
+
+  options.link_latency = {0, 0, 0, 0};
+  options.link_bandwidth = {0, 2048, 2048, 0};
+  lower(plan, options);  // global order a0 a1 g0 g1
+  CHECK(plan.programs[0] == std::vector<Op>{f00, send_a0, f01, send_a1, recv_g0, recv_g1, bw00, bw01});
+  CHECK(plan.programs[1] == std::vector<Op>{recv_a0, recv_a1, f10, bw10, send_g0, f11, bw11, send_g1});
+  CHECK(validate_plan(plan).empty());
+  CHECK_FALSE(check_deadlock(plan).deadlock);
+
+  // A latency alone (no bytes) orders the same way: 2 units of latency on both links.
+  Plan latency = make_plan({2, 3}, {0, 1}, 2, 2);
+  latency.programs = free.programs;
+  strip_comm(latency);
+  options.boundary_bytes = {0};
+  options.link_latency = {0, 2, 2, 0};
+  lower(latency, options);
+  CHECK(latency.programs[0][3] == Op{OpKind::Send, 0, 1, 1, A, 0});
+  CHECK(latency.programs[0][4] == Op{OpKind::Recv, 1, 0, 1, G, 0});
+
+  options.link_bandwidth = {2048};
+  CHECK_THROWS_WITH(lower(latency, options), Catch::Contains("link matrices must be 2 x 2"));
+}
+
 TEST_CASE("adjacent stages on one device hand off locally", "[lower]") {
   Plan plan = make_plan({1, 1, 1, 1}, {0, 0, 1, 1}, 2, 3);
   std::mt19937 rng(7);
@@ -132,6 +184,17 @@ TEST_CASE("lowering random valid compute orders gives valid, deadlock-free plans
       std::uniform_real_distribution<double> dur(0.0, 3.0);  // zero durations included
       for (int s = 0; s < S; ++s)
         options.durations.push_back({dur(rng), dur(rng), coin(rng) ? 0.0 : dur(rng), dur(rng)});
+    }
+    // Links with random latencies and bandwidths in every other trial (their own generator, so
+    // the plans and the draws above stay those of the free-transfer trials).
+    std::mt19937 link_rng(static_cast<unsigned>(trial));
+    if (trial % 2 == 1) {
+      std::uniform_real_distribution<double> latency(0.0, 2.0), bandwidth(100.0, 5000.0);
+      const auto n = static_cast<std::size_t>(plan.devices) * static_cast<std::size_t>(plan.devices);
+      for (std::size_t k = 0; k < n; ++k) {
+        options.link_latency.push_back(latency(link_rng));
+        options.link_bandwidth.push_back(bandwidth(link_rng));
+      }
     }
     ValidateOptions compute_only;
     compute_only.comm = CommCheck::Forbidden;
