@@ -38,6 +38,17 @@ int expected_comm(const Plan& plan) {
   return n;
 }
 
+/// Stages 0 and 1 on devices 0 and 1, two micro-batches, fused BW, the compute order of 1F1B:
+/// dev0 F00 F01 BW00 BW01, dev1 F10 BW10 F11 BW11.
+Plan two_device_1f1b() {
+  Plan plan = make_plan({2, 3}, {0, 1}, 2, 2);
+  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 0, 1),
+                      Op::compute(OpKind::BW, 0, 0), Op::compute(OpKind::BW, 0, 1)};
+  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0),
+                      Op::compute(OpKind::F, 1, 1), Op::compute(OpKind::BW, 1, 1)};
+  return plan;
+}
+
 }  // namespace
 
 TEST_CASE("lowering a 2-device 1F1B order gives the hand-written comm placement", "[lower]") {
@@ -45,11 +56,7 @@ TEST_CASE("lowering a 2-device 1F1B order gives the hand-written comm placement"
   // Compute-only schedule (free transfers): dev0 F00 [0,1] F01 [1,2] BW00 [3,5] BW01 [5,7];
   // dev1 F10 [1,2] BW10 [2,4] F11 [4,5] BW11 [5,7]. Producer end times: act m0 at 1, act m1 at 2,
   // grad m0 (BW10) at 4, grad m1 (BW11) at 7 → global order a0, a1, g0, g1.
-  Plan plan = make_plan({2, 3}, {0, 1}, 2, 2);
-  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 0, 1),
-                      Op::compute(OpKind::BW, 0, 0), Op::compute(OpKind::BW, 0, 1)};
-  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0),
-                      Op::compute(OpKind::F, 1, 1), Op::compute(OpKind::BW, 1, 1)};
+  Plan plan = two_device_1f1b();
   LowerOptions options;
   options.boundary_bytes = {4096};
   lower(plan, options);
@@ -112,11 +119,7 @@ TEST_CASE("with links, transfers are ordered by when their data arrives", "[lowe
   // producer ends a0 3, g0 5, a1 6, g1 8, so dev0's comm stream holds RECV g0 before SEND a1.
   // With the links: F10 [5,6] BW10 [6,7] F11 [8,9] BW11 [9,10]: a0 3, a1 6, g0 7, g1 10, so SEND a1
   // comes first (in a simulation its data is ready at 6, g0's arrives only at 9).
-  Plan plan = make_plan({2, 3}, {0, 1}, 2, 2);
-  plan.programs[0] = {Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 0, 1),
-                      Op::compute(OpKind::BW, 0, 0), Op::compute(OpKind::BW, 0, 1)};
-  plan.programs[1] = {Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0),
-                      Op::compute(OpKind::F, 1, 1), Op::compute(OpKind::BW, 1, 1)};
+  Plan plan = two_device_1f1b();
   LowerOptions options;
   options.boundary_bytes = {4096};
   options.durations = {{3, 1, 0, 1}, {1, 1, 0, 1}};
