@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "plan/lower.hpp"
 #include "sched/order_search.hpp"
 #include "sim/simulator.hpp"
 
@@ -16,14 +17,10 @@ Polish polish(const Scored& best, const Evaluator& ev, const PlannerInputs& inpu
   Simulator sim;
   Plan plan;
   if (!ev.evaluate(best.c, sim, &plan).ok) return out;
-  Programs order(plan.programs.size());
+  strip_comm(plan);
+  const Programs order = std::move(plan.programs);
   std::int64_t ops = 0;
-  for (std::size_t d = 0; d < plan.programs.size(); ++d)
-    for (const Op& op : plan.programs[d])
-      if (!is_comm(op.kind)) {
-        order[d].push_back(op);
-        ++ops;
-      }
+  for (const auto& program : order) ops += static_cast<std::int64_t>(program.size());
   out.evaluated_ops = ops;
   const ListScheduleProblem problem = ev.problem(best.c, make_sim_input(ev.skeleton(best.c), inputs));
   OrderSearchOptions options;

@@ -97,6 +97,18 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
     }
   };
   auto ops = [&](int stages) { return static_cast<std::int64_t>(stages) * m * 3; };
+  // Ranking of a stage count's entries, best first.
+  auto by_score = [](const Entry& a, const Entry& b) {
+    return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
+  };
+  auto same_layout = [](const Entry& e, const std::vector<int>& ends, const std::vector<int>& map) {
+    return e.st.ends == ends && e.st.device == map;
+  };
+  // The regular maps of S stages: sequential for one sweep, else the wave and the interleaved map.
+  auto regular_maps = [&](int S) {
+    if (S == p) return std::vector<std::vector<int>>{place_stages(Placement::Sequential, S, p)};
+    return std::vector<std::vector<int>>{wave_placement(S, p), place_stages(Placement::Interleaved, S, p)};
+  };
 
   // The maps of the lowest map bound (tune/map_search.hpp) from the sequential (one sweep) or the
   // wave and interleaved maps, which they need not resemble: at most two per stage count, added
@@ -104,18 +116,10 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
   const MapCosts map_costs{work, layer_f, layer_b, p, m};
   auto descended = [&](int S) {
     std::vector<Entry> found;
-    std::vector<std::vector<int>> starts;
-    if (S == p)
-      starts.push_back(place_stages(Placement::Sequential, S, p));
-    else {
-      starts.push_back(wave_placement(S, p));
-      starts.push_back(place_stages(Placement::Interleaved, S, p));
-    }
-    for (const std::vector<int>& start : starts) {
+    for (const std::vector<int>& start : regular_maps(S)) {
       const MapSearch r = descend_map(map_costs, start, 32, 1500);
-      if (std::any_of(found.begin(), found.end(), [&](const Entry& e) {
-            return e.st.ends == r.layout.ends && e.st.device == r.layout.device;
-          }))
+      if (std::any_of(found.begin(), found.end(),
+                      [&](const Entry& e) { return same_layout(e, r.layout.ends, r.layout.device); }))
         continue;
       Entry e{
           {r.layout.ends, r.layout.device, std::vector<std::uint8_t>(r.layout.device.size(), 0), 0, true}};
@@ -131,6 +135,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
   for (int k : {1, 2, 3, 4, 6, 8})
     if (k * p <= layers) counts.push_back(k * p);
   if (layers > p && std::find(counts.begin(), counts.end(), layers) == counts.end()) counts.push_back(layers);
+  const std::vector<int> shaped_counts = counts;  // the stage counts that get the fixed shapes
   // The other multiples of the device count, seeded by the map search only.
   for (int k = 5; k * p <= layers && k <= 12; ++k)
     if (std::find(counts.begin(), counts.end(), k * p) == counts.end()) counts.push_back(k * p);
@@ -139,7 +144,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
     if (ops(S) > 400000) break;
     const int k = S / p;
     const bool per_layer = S == layers && S % p != 0;
-    const bool shaped = S == layers || (S % p == 0 && (k <= 4 || k == 6 || k == 8));
+    const bool shaped = std::find(shaped_counts.begin(), shaped_counts.end(), S) != shaped_counts.end();
     std::vector<Entry> entries;
     // The kept entries (best first) and the descended maps of S not among them whose structure bound
     // is below every fixed shape's so far (others would only cost budget), ranked again.
@@ -148,12 +153,10 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       if (S % p == 0)
         for (Entry& e : descended(S))
           if (e.st.bound_ms < best_bound && std::none_of(kept.begin(), kept.end(), [&](const Entry& o) {
-                return o.st.ends == e.st.ends && o.st.device == e.st.device;
+                return same_layout(o, e.st.ends, e.st.device);
               }))
             kept.push_back(std::move(e));
-      std::stable_sort(kept.begin(), kept.end(), [](const Entry& a, const Entry& b) {
-        return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
-      });
+      std::stable_sort(kept.begin(), kept.end(), by_score);
       for (Entry& e : kept) out.push_back(std::move(e.st));
     };
     if (!shaped) {
@@ -162,31 +165,22 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
     }
     auto add = [&](std::vector<int> ends, const std::vector<int>& map) {
       for (const Entry& e : entries)
-        if (e.st.ends == ends && e.st.device == map) return;
+        if (same_layout(e, ends, map)) return;
       Entry e{{std::move(ends), map, std::vector<std::uint8_t>(map.size(), 0), 0}};
       score(e);
       entries.push_back(std::move(e));
     };
-    std::vector<std::vector<int>> maps;
     if (S == layers) {
       std::vector<int> ends(static_cast<std::size_t>(S));
       std::iota(ends.begin(), ends.end(), 1);
       add(ends, cyclic_map(S, p));
       add(ends, greedy_map(work, p));
-      if (per_layer) {
-        std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-          return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
-        });
-        for (Entry& e : entries) out.push_back(std::move(e.st));
+      if (per_layer) {  // S % p != 0: nothing to descend, every entry kept
+        push_with_descended(std::move(entries));
         continue;
       }
     }
-    if (k == 1)
-      maps.push_back(place_stages(Placement::Sequential, S, p));
-    else {
-      maps.push_back(wave_placement(S, p));
-      maps.push_back(place_stages(Placement::Interleaved, S, p));
-    }
+    const std::vector<std::vector<int>> maps = regular_maps(S);
     for (std::size_t mi = 0; mi < maps.size(); ++mi) {
       const std::vector<int>& map = maps[mi];
       if (k > 1) add(min_max_split(work, S), map);
@@ -221,9 +215,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       }
     }
     // The most promising few of this stage count.
-    std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-      return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;
-    });
+    std::stable_sort(entries.begin(), entries.end(), by_score);
     const std::size_t keep = ops(S) <= 6000 ? 16 : 4;
     if (entries.size() > keep) entries.resize(keep);
     push_with_descended(std::move(entries));
