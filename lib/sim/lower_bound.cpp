@@ -17,7 +17,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// Layers placed explicitly by the window_assignment term (the rest are fractional): the LM head,
 /// the embedding and one more cover the heavy-layer profiles; 5 placements into identical devices.
 constexpr int kHeavyLayers = 3;
-/// Node limit of the quick bound's packing searches (the full bound's: 20000).
+/// Node limit of the quick bound's packing searches (the full bound's: kPackingNodeLimit).
 constexpr std::int64_t kQuickPackingNodes = 200;
 
 LowerBound finish(std::vector<BoundTerm> terms, int devices) {
@@ -73,7 +73,7 @@ struct Layers {
 /// The smallest T for which `items` are not proven unpackable into bins of room T − offsets[j].
 /// A bin with an infinite offset can never take anything and is left out.
 double packing_bound(const std::vector<double>& items, std::vector<double> offsets,
-                     std::int64_t node_limit = 20000, int recheck = 3) {
+                     std::int64_t node_limit = kPackingNodeLimit, int recheck = kPackingRecheck) {
   std::erase_if(offsets, [](double o) { return !std::isfinite(o); });
   if (offsets.empty()) return kInf;
   double volume = 0, largest = 0;
@@ -307,8 +307,8 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
     std::vector<BoundTerm> terms{{"work", work}, {"critical_path", path}};
     // The quick bound's packing searches stop early (the conditions decide most cases) and check
     // the cardinality condition only with all bins empty (as before the full bound re-checked it).
-    const std::int64_t nodes = full ? 20000 : kQuickPackingNodes;
-    const int recheck = full ? 3 : 0;
+    const std::int64_t nodes = full ? kPackingNodeLimit : kQuickPackingNodes;
+    const int recheck = full ? kPackingRecheck : 0;
     terms.push_back({"granularity", packing_bound(all, zero, nodes, recheck)});
     terms.push_back({"warm_up", packing_bound(all, warm, nodes, recheck)});
     if (!full) {

@@ -10,6 +10,11 @@
 
 namespace octo {
 
+/// The packing searches' defaults: nodes per search, and the heaviest items after each of which
+/// the cardinality condition is checked again (pack_items).
+inline constexpr std::int64_t kPackingNodeLimit = 20000;
+inline constexpr int kPackingRecheck = 3;
+
 /// What packing_infeasible found out.
 enum class Packing : std::uint8_t {
   Infeasible,  ///< proven: no assignment of the items to the bins respects every capacity
@@ -28,7 +33,8 @@ enum class Packing : std::uint8_t {
 /// few of the rest, which the check with all bins empty cannot see). Bins with negative capacity
 /// take nothing.
 [[nodiscard]] Packing pack_items(std::span<const double> items, std::span<const double> capacities,
-                                 double slack, std::int64_t node_limit = 20000, int recheck = 3);
+                                 double slack, std::int64_t node_limit = kPackingNodeLimit,
+                                 int recheck = kPackingRecheck);
 
 /// Bisection for a lower bound: the largest t in [lo, hi] (to a relative precision of about 1e-7)
 /// for which `infeasible(t)` was proven, assuming infeasibility is monotone (true below some
@@ -43,7 +49,7 @@ enum class Packing : std::uint8_t {
 /// returns lo when lo is not proven infeasible. `node_limit`, `recheck`: of each packing search
 /// (pack_items).
 [[nodiscard]] double min_packable_time(std::span<const double> items, std::span<const double> offsets,
-                                       double lo, double hi, std::int64_t node_limit = 20000,
-                                       int recheck = 3);
+                                       double lo, double hi, std::int64_t node_limit = kPackingNodeLimit,
+                                       int recheck = kPackingRecheck);
 
 }  // namespace octo
