@@ -8,7 +8,8 @@
 /// 2. Seeds (tune/seeds.hpp): partitions and placements of p … 8p stages and of one stage per
 ///    layer, ranked by their proven structure bound, list-scheduled (sched/list_scheduler.hpp)
 ///    under a grid of scheduler options, with recompute where memory demands it.
-/// 3. Local search (tune/search.hpp) from the best seeds: each round asks every neighbourhood (tune/neighbourhood.hpp,
+/// 3. Local search (tune/search.hpp) from the best seeds: each round asks every neighbourhood
+/// (tune/neighbourhood.hpp,
 ///    one file each in tune/moves/: partition, schedule options, recompute, placement, structure,
 ///    layer, reorder of the critical path) for candidates, evaluates them in chunks
 ///    (tune/batch.hpp) and keeps the best improvement (tune/incumbent.hpp); candidates whose
