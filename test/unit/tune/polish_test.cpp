@@ -10,22 +10,12 @@
 
 #include "cost/inputs.hpp"
 #include "tune/budget.hpp"
+#include "tune_testing.hpp"
 
 namespace octo {
-namespace {
-
-PlannerInputs tiny(int pp, int m) {
-  InputOptions o;
-  o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
-  o.pp = pp;
-  o.microbatches = m;
-  return load_inputs(o);
-}
-
-}  // namespace
 
 TEST_CASE("the polish never makes a plan worse and improves one with slack", "[tune][polish]") {
-  const PlannerInputs in = tiny(3, 6);
+  const PlannerInputs in = tunetest::tiny_hybrid(3, 6);
   const int layers = static_cast<int>(in.costs.layers.size());
   int improved = 0;
   for (const bool split : {false, true})
@@ -63,7 +53,7 @@ TEST_CASE("the polish never makes a plan worse and improves one with slack", "[t
 }
 
 TEST_CASE("the polish does nothing at the structure bound", "[tune][polish]") {
-  const PlannerInputs in = tiny(3, 6);
+  const PlannerInputs in = tunetest::tiny_hybrid(3, 6);
   const Evaluator ev(in, 3, 6, 0);
   Scored cur;
   cur.c.ends = {1, 2, 3, 4, 5, static_cast<int>(in.costs.layers.size())};

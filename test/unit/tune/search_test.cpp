@@ -11,18 +11,10 @@
 #include <vector>
 
 #include "cost/inputs.hpp"
-#include "tune/seeds.hpp"
+#include "tune_testing.hpp"
 
 namespace octo {
 namespace {
-
-PlannerInputs tiny(int pp, int m) {
-  InputOptions o;
-  o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
-  o.pp = pp;
-  o.microbatches = m;
-  return load_inputs(o);
-}
 
 /// A budget that ends by evaluation count, never by the clock.
 TuneOptions by_count(std::int64_t evaluations) {
@@ -62,7 +54,7 @@ Run search(const PlannerInputs& in, TuneOptions options, double bound) {
 }  // namespace
 
 TEST_CASE("the search stops at the bound, otherwise improves on its seeds", "[tune][search]") {
-  const PlannerInputs in = tiny(3, 6);
+  const PlannerInputs in = tunetest::tiny_hybrid(3, 6);
 
   // A bound every plan reaches: the search ends after the seeds, without a round of descent.
   const Run at_bound = search(in, by_count(4000), std::numeric_limits<double>::max());
@@ -90,7 +82,7 @@ TEST_CASE("the search stops at the bound, otherwise improves on its seeds", "[tu
 }
 
 TEST_CASE("the search ends when its evaluation budget does", "[tune][search]") {
-  const PlannerInputs in = tiny(3, 6);
+  const PlannerInputs in = tunetest::tiny_hybrid(3, 6);
   const Run small = search(in, by_count(50), 0);
   CHECK(small.stopped_by.find("evaluation") != std::string::npos);
   const Run large = search(in, by_count(4000), 0);

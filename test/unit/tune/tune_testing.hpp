@@ -1,0 +1,20 @@
+#pragma once
+// Helpers for the tuner tests: the small model most of them plan.
+
+#include <string>
+
+#include "cost/inputs.hpp"
+
+namespace octo::tunetest {
+
+/// profiles/models/tiny-hybrid.yaml with its estimated costs on the default cluster, `pp`
+/// pipeline devices and `m` micro-batches.
+inline PlannerInputs tiny_hybrid(int pp, int m) {
+  InputOptions o;
+  o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
+  o.pp = pp;
+  o.microbatches = m;
+  return load_inputs(o);
+}
+
+}  // namespace octo::tunetest
