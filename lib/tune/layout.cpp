@@ -34,6 +34,14 @@ std::vector<double> device_work(std::span<const double> layer_work, std::span<co
   return work;
 }
 
+bool better_balance(const BalanceScore& a, const BalanceScore& b, double tol) {
+  if (a.overflow < b.overflow - 1e-12) return true;
+  if (a.overflow > b.overflow + 1e-12) return false;
+  if (a.max < b.max - tol) return true;
+  if (a.max > b.max + tol) return false;
+  return a.sumsq < b.sumsq - tol * std::max(1.0, b.max);
+}
+
 namespace {
 
 /// Cuts stage by stage: stage s gets share[s] of its device's even work, except the device's last
@@ -88,16 +96,10 @@ struct Refiner {
   /// boundaries shifted together (O(S³) per step).
   int depth = 2;
 
-  struct Obj {
-    double overflow = 0, max = 0, sumsq = 0;
-  };
+  using Obj = BalanceScore;
 
-  [[nodiscard]] bool better(const Obj& a, const Obj& b, double tol) const {
-    if (a.overflow < b.overflow - 1e-12) return true;
-    if (a.overflow > b.overflow + 1e-12) return false;
-    if (a.max < b.max - tol) return true;
-    if (a.max > b.max + tol) return false;
-    return a.sumsq < b.sumsq - tol * std::max(1.0, b.max);
+  [[nodiscard]] static bool better(const Obj& a, const Obj& b, double tol) {
+    return better_balance(a, b, tol);
   }
 
   /// The per-device sums of one partition: work, static bytes, warm-up offset (-1: no stage).
@@ -307,9 +309,7 @@ std::vector<int> balance_per_device(std::span<const double> layer_work, std::spa
 
 namespace {
 
-struct LayoutScore {
-  double overflow = 0, max = 0, sumsq = 0;
-};
+using LayoutScore = BalanceScore;
 
 LayoutScore score_layout(std::span<const double> work, const Layout& l, int devices, const StaticLimit* limit,
                          const Warmup* warmup) {
@@ -337,14 +337,6 @@ LayoutScore score_layout(std::span<const double> work, const Layout& l, int devi
       sc.overflow += std::max(0.0, x - limit->device_cap) / std::max(limit->device_cap, 1.0);
   }
   return sc;
-}
-
-bool better_layout(const LayoutScore& a, const LayoutScore& b, double tol) {
-  if (a.overflow < b.overflow - 1e-12) return true;
-  if (a.overflow > b.overflow + 1e-12) return false;
-  if (a.max < b.max - tol) return true;
-  if (a.max > b.max + tol) return false;
-  return a.sumsq < b.sumsq - tol * std::max(1.0, b.max);
 }
 
 }  // namespace
@@ -375,7 +367,7 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
     auto consider = [&](std::vector<int> map) {
       Layout trial{balancer.balance(map, false), std::move(map)};
       const LayoutScore sc = score_layout(layer_work, trial, devices, limit, warmup);
-      if (better_layout(sc, round_score, tol)) {
+      if (better_balance(sc, round_score, tol)) {
         round_score = sc;
         round_best = std::move(trial);
       }
@@ -397,13 +389,13 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
         consider(std::move(map));
       }
     }
-    if (!better_layout(round_score, best_score, tol)) break;
+    if (!better_balance(round_score, best_score, tol)) break;
     best = std::move(round_best);
     best_score = round_score;
   }
   // The chosen map with the thorough balance (it can only improve on the fast one's start).
   Layout final{balancer.balance(best.device, true), best.device};
-  if (!better_layout(best_score, score_layout(layer_work, final, devices, limit, warmup), tol))
+  if (!better_balance(best_score, score_layout(layer_work, final, devices, limit, warmup), tol))
     best = std::move(final);
   return best;
 }

@@ -18,6 +18,17 @@ namespace octo {
 [[nodiscard]] std::vector<double> device_work(std::span<const double> layer_work, std::span<const int> ends,
                                               std::span<const int> stage_device, int devices);
 
+/// How even a layout is, compared lexicographically: static memory over the cap first (0 when
+/// none is given), then the largest per-device term (work, or finishing time with the warm-up),
+/// then the sum of the terms squared (evener is better).
+struct BalanceScore {
+  double overflow = 0, max = 0, sumsq = 0;
+};
+
+/// `a` is better than `b` by more than the tolerance: overflow by 1e-12, max and sumsq by `tol`
+/// (sumsq scaled by max(1, b.max)).
+[[nodiscard]] bool better_balance(const BalanceScore& a, const BalanceScore& b, double tol);
+
 /// Optional memory side condition of balance_per_device: the static bytes each layer puts on the
 /// device that holds it, and the most static bytes a device may hold.
 struct StaticLimit {

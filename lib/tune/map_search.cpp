@@ -43,10 +43,7 @@ MapBound map_bound(const MapCosts& costs, const Layout& layout) {
 }
 
 bool better_map_bound(const MapBound& a, const MapBound& b) {
-  const double tol = 1e-9 * std::max(1.0, b.ms);
-  if (a.ms < b.ms - tol) return true;
-  if (a.ms > b.ms + tol) return false;
-  return a.sumsq < b.sumsq - tol * std::max(1.0, b.ms);
+  return better_balance({0, a.ms, a.sumsq}, {0, b.ms, b.sumsq}, 1e-9 * std::max(1.0, b.ms));
 }
 
 MapSearch descend_map(const MapCosts& costs, std::span<const int> start_map, int max_steps, int max_trials) {
