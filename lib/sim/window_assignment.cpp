@@ -212,7 +212,13 @@ double window_assignment_bound(std::span<const WindowJob> jobs, int layers, std:
         std::size_t at = C;
         for (std::size_t c = 0; c < C; ++c) {
           const double room = t - offset[d * C + c] - heavy_in[mask * C + c];
-          if (room < -eps) {
+          // A window binds a rank only through the work the rank has in it: its heavy layers' (too
+          // much of it excludes the mask) and the light layers' (none fit where there is no room).
+          // Only the whole iteration (release and tail 0) holds ops of every used rank; where a rank
+          // holds nothing of a shorter window, its ramps may leave that window no room at all
+          // without excluding anything.
+          const bool whole = windows[c].release <= 0 && windows[c].tail <= 0;
+          if (room < -eps && (whole || heavy_in[mask * C + c] > 0)) {
             most = -1;
             break;
           }
