@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "sim/one_machine.hpp"
 #include "sim/packing.hpp"
 #include "sim/window_assignment.hpp"
 
@@ -353,7 +354,10 @@ LowerBound quick_lower_bound(const SimInput& layers, int microbatches) {
   return any_plan_bound(layers, microbatches, false);
 }
 
-LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatches, const SimInput& in) {
+namespace {
+
+LowerBound structure_bound(const std::vector<Stage>& stages, int microbatches, const SimInput& in,
+                           bool by_rank) {
   const int S = static_cast<int>(stages.size());
   if (S < 1) fail("lower bound: a plan without stages");
   if (static_cast<int>(in.stages.size()) != S)
@@ -375,60 +379,76 @@ LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatc
       xg[s] = in.transfer_ms(dev(static_cast<int>(s) + 1), dev(static_cast<int>(s)), c.out_bytes);
     }
   }
-  // Longest paths through one micro-batch's ops: release r (before the op can start) and tail q
-  // (after it ends, until the last op of the micro-batch ends).
-  std::vector<double> rF(N), rR(N), rB(N), qF(N), qR(N), qB(N);
-  for (std::size_t s = 0; s < N; ++s) {
-    rF[s] = s > 0 ? rF[s - 1] + F[s - 1] + xa[s - 1] : 0.0;
-    rR[s] = rF[s] + F[s];
-  }
-  for (std::size_t s = N; s-- > 0;) {
-    rB[s] = std::max(rF[s] + F[s], rR[s] + R[s]);
-    if (s + 1 < N) rB[s] = std::max(rB[s], rB[s + 1] + B[s + 1] + xg[s]);
-  }
-  for (std::size_t s = 0; s < N; ++s) {
-    qB[s] = W[s];
-    if (s > 0) qB[s] = std::max(qB[s], xg[s - 1] + B[s - 1] + qB[s - 1]);
-    qR[s] = B[s] + qB[s];
-  }
-  for (std::size_t s = N; s-- > 0;) {
-    qF[s] = std::max(B[s] + qB[s], stages[s].recompute ? R[s] + qR[s] : 0.0);
-    if (s + 1 < N) qF[s] = std::max(qF[s], xa[s] + F[s + 1] + qF[s + 1]);
-  }
-  const double path = F[0] + qF[0];
+  // Releases (the earliest an op can start) and tails (the least time after it ends) by rank: the
+  // k-th F (B) of a stage to start, whichever micro-batch it is. A stage's ops of one kind run one
+  // after another on its device, so the k-th starts after the (k−1)-th ends, and it needs k + 1
+  // micro-batches through the op before it (F of the stage below, B of the stage above), the last
+  // of which ended no earlier than that op's k-th did. Tails by rank from the end likewise: the
+  // k-th-last F (B) of a stage is followed by k + 1 F of the stage above (B of the stage below),
+  // the k-th-last of which starts after it, and by the k later ones of its own; the k-th-last B also
+  // by k + 1 W of its stage. Rank 0 is one micro-batch's longest paths; recompute R by stage only
+  // (after F, before B of one micro-batch). The quick bound uses rank 0 only.
+  const auto M = static_cast<std::size_t>(microbatches);
+  const std::size_t K = by_rank ? M : 1;  // ranks computed
+  auto at = [K](std::size_t s, std::size_t k) { return s * K + k; };
+  std::vector<double> RF(N * K), RB(N * K), QF(N * K), QB(N * K), rR(N), qR(N);
+  for (std::size_t s = 0; s < N; ++s)
+    for (std::size_t k = 0; k < K; ++k) {
+      double r = s > 0 ? RF[at(s - 1, k)] + F[s - 1] + xa[s - 1] : 0.0;
+      if (k > 0) r = std::max(r, RF[at(s, k - 1)] + F[s]);
+      RF[at(s, k)] = r;
+    }
+  for (std::size_t s = 0; s < N; ++s) rR[s] = RF[at(s, 0)] + F[s];
+  for (std::size_t s = N; s-- > 0;)
+    for (std::size_t k = 0; k < K; ++k) {
+      double r = std::max(RF[at(s, k)] + F[s], rR[s] + R[s]);
+      if (s + 1 < N) r = std::max(r, RB[at(s + 1, k)] + B[s + 1] + xg[s]);
+      if (k > 0) r = std::max(r, RB[at(s, k - 1)] + B[s]);
+      RB[at(s, k)] = r;
+    }
+  for (std::size_t s = 0; s < N; ++s)
+    for (std::size_t k = 0; k < K; ++k) {
+      double q = static_cast<double>(k + 1) * W[s];
+      if (s > 0) q = std::max(q, xg[s - 1] + B[s - 1] + QB[at(s - 1, k)]);
+      if (k > 0) q = std::max(q, B[s] + QB[at(s, k - 1)]);
+      QB[at(s, k)] = q;
+    }
+  for (std::size_t s = 0; s < N; ++s) qR[s] = B[s] + QB[at(s, 0)];
+  for (std::size_t s = N; s-- > 0;)
+    for (std::size_t k = 0; k < K; ++k) {
+      double q = std::max(B[s] + QB[at(s, k)], stages[s].recompute ? R[s] + qR[s] : 0.0);
+      if (s + 1 < N) q = std::max(q, xa[s] + F[s + 1] + QF[at(s + 1, k)]);
+      if (k > 0) q = std::max(q, F[s] + QF[at(s, k - 1)]);
+      QF[at(s, k)] = q;
+    }
+  const double path = F[0] + QF[at(0, 0)];
 
-  // One machine per device: its ops (each kind of each stage: m ops with one window) fit between
-  // releases and tails, so for any release r and tail q, r + q + the work of the ops released at
-  // or after r with a tail of at least q is a bound.
-  struct Job {
-    double r, p, q;
-  };
+  // One machine per device (sim/one_machine.hpp): every op of its stages with the release of its
+  // rank and the tail of its rank from the end (the k-th of m to start is the (m−1−k)-th last).
+  // The quick bound merges a stage's m ops of a kind into one job with the smallest release and
+  // tail (rank 0's), a relaxation of the same problem.
   double busiest = 0;
   int busiest_device = -1;
   double worst_work = 0;
+  std::vector<std::vector<MachineJob>> jobs(static_cast<std::size_t>(in.devices));
+  const double copies = by_rank ? 1.0 : m;
+  for (std::size_t s = 0; s < N; ++s) {
+    auto& device_jobs = jobs[static_cast<std::size_t>(dev(static_cast<int>(s)))];
+    if (stages[s].recompute) device_jobs.push_back({rR[s], m * R[s], qR[s]});
+    for (std::size_t k = 0; k < K; ++k) {
+      const std::size_t last = K - 1 - k;
+      device_jobs.push_back({RF[at(s, k)], copies * F[s], QF[at(s, last)]});
+      device_jobs.push_back({RB[at(s, k)], copies * B[s], QB[at(s, last)]});
+      if (W[s] > 0) device_jobs.push_back({RB[at(s, k)] + B[s], copies * W[s], 0.0});
+    }
+  }
   for (int d = 0; d < in.devices; ++d) {
-    std::vector<Job> jobs;
-    for (std::size_t s = 0; s < N; ++s) {
-      if (dev(static_cast<int>(s)) != d) continue;
-      jobs.push_back({rF[s], m * F[s], qF[s]});
-      if (stages[s].recompute) jobs.push_back({rR[s], m * R[s], qR[s]});
-      jobs.push_back({rB[s], m * B[s], qB[s]});
-      if (W[s] > 0) jobs.push_back({rB[s] + B[s], m * W[s], 0.0});
-    }
-    if (jobs.empty()) continue;
+    std::vector<MachineJob>& device_jobs = jobs[static_cast<std::size_t>(d)];
+    if (device_jobs.empty()) continue;
     double work = 0;
-    for (const Job& j : jobs) work += j.p;
+    for (const MachineJob& j : device_jobs) work += j.duration;
     worst_work = std::max(worst_work, work);
-    std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.q > b.q; });
-    double device = 0;
-    for (const Job& cut : jobs) {
-      double acc = 0;
-      for (const Job& j : jobs) {
-        if (j.r < cut.r) continue;
-        acc += j.p;
-        device = std::max(device, cut.r + j.q + acc);
-      }
-    }
+    const double device = preemptive_one_machine_bound(std::move(device_jobs));
     if (device > busiest) {
       busiest = device;
       busiest_device = d;
@@ -437,6 +457,17 @@ LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatc
   LowerBound lb = finish({{"critical_path", path}, {"device_work", worst_work}, {"device_windows", busiest}},
                          busiest_device);
   return lb;
+}
+
+}  // namespace
+
+LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatches, const SimInput& in) {
+  return structure_bound(stages, microbatches, in, true);
+}
+
+LowerBound quick_structure_lower_bound(const std::vector<Stage>& stages, int microbatches,
+                                       const SimInput& in) {
+  return structure_bound(stages, microbatches, in, false);
 }
 
 PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers) {

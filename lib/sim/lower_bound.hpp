@@ -15,7 +15,9 @@
 ///   devices actually used that minimises it, so it also holds for plans that leave devices empty.
 /// - structure_lower_bound: no schedule of one partition + placement + recompute choice runs
 ///   faster: the critical path of one micro-batch, and per device a one-machine relaxation of its
-///   ops with release times (longest path to them) and tails (longest path after them).
+///   ops with release times (longest path to them) and tails (longest path after them), each op
+///   with those of its rank among its stage's ops of one kind (the k-th to start waits for k + 1
+///   micro-batches through the op before it and for the k ops of its stage before it).
 ///
 /// Both ignore memory (a limit only removes plans) and link contention (transfers only delay), so
 /// they may be loose, never wrong; test/unit/sim/bound_test.cpp checks them against many plans.
@@ -59,9 +61,16 @@ struct LowerBound {
 [[nodiscard]] LowerBound quick_lower_bound(const SimInput& layers, int microbatches);
 
 /// The bound over every schedule of `stages` (partition, placement, recompute flags) with costs
-/// `in` (in.stages: one per stage) and `microbatches` micro-batches.
+/// `in` (in.stages: one per stage) and `microbatches` micro-batches: each of a device's ops has the
+/// release and tail of its rank among its stage's ops of that kind (O(ops log ops)).
 [[nodiscard]] LowerBound structure_lower_bound(const std::vector<Stage>& stages, int microbatches,
                                                const SimInput& in);
+
+/// The same relaxation with a stage's ops of one kind merged into one job (rank 0's release and
+/// tail; O(stages log stages)), for the search's pruning of every candidate: never above
+/// structure_lower_bound.
+[[nodiscard]] LowerBound quick_structure_lower_bound(const std::vector<Stage>& stages, int microbatches,
+                                                     const SimInput& in);
 
 /// Both bounds of one plan.
 struct PlanBounds {

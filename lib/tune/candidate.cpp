@@ -132,7 +132,7 @@ Evaluation evaluation_of(const SimResult& result) {
 
 double Evaluator::structure_bound_ms(const Candidate& c) const {
   const Plan plan = skeleton(c);
-  return structure_lower_bound(plan.stages, m_, make_sim_input(plan, inputs_)).ms;
+  return quick_structure_lower_bound(plan.stages, m_, make_sim_input(plan, inputs_)).ms;
 }
 
 Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_out, double bound) const {
@@ -141,7 +141,7 @@ Evaluation Evaluator::evaluate(const Candidate& c, Simulator& sim, Plan* plan_ou
   SimInput in = make_sim_input(plan, inputs_);
   const auto limit = static_cast<std::int64_t>(std::llround(limit_));
   in.memory_limit_bytes.assign(static_cast<std::size_t>(pp_), limit);
-  e.structure_bound_ms = structure_lower_bound(plan.stages, m_, in).ms;
+  e.structure_bound_ms = quick_structure_lower_bound(plan.stages, m_, in).ms;
   if (bound > 0 && e.structure_bound_ms >= bound) {
     e.pruned = true;
     e.makespan_ms = e.structure_bound_ms;
@@ -214,7 +214,7 @@ Evaluation Evaluator::evaluate_plan(const Plan& plan, Simulator& sim) const {
   SimOptions so;
   so.critical_path = false;
   fill(e, sim.run(plan, in, so));
-  e.structure_bound_ms = structure_lower_bound(plan.stages, plan.microbatches, in).ms;
+  e.structure_bound_ms = quick_structure_lower_bound(plan.stages, plan.microbatches, in).ms;
   return e;
 }
 

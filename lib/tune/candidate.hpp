@@ -55,7 +55,8 @@ struct Evaluation {
   std::string problem;  ///< why not (infeasible memory, ...)
   double makespan_ms = 0;
   double bubble_ratio = 0;
-  /// No schedule of this partition, placement and recompute choice is faster (structure bound).
+  /// No schedule of this partition, placement and recompute choice is faster (the quick structure
+  /// bound, sim/lower_bound.hpp: cheap enough for every candidate; reports give the full one).
   double structure_bound_ms = 0;
   bool fits_memory = false;
   std::int64_t max_peak_memory_bytes = 0;
@@ -86,7 +87,7 @@ class Evaluator {
   /// The compute-only plan skeleton of a candidate (stages, sizes; no programs, no inputs).
   [[nodiscard]] Plan skeleton(const Candidate& c) const;
   /// The structure bound of a candidate's partition, placement and recompute choice
-  /// (sim/lower_bound.hpp structure_lower_bound): no schedule of it is faster.
+  /// (sim/lower_bound.hpp quick_structure_lower_bound): no schedule of it is faster.
   [[nodiscard]] double structure_bound_ms(const Candidate& c) const;
   /// The list-scheduling problem of a candidate (costs, transfers, recompute).
   [[nodiscard]] ListScheduleProblem problem(const Candidate& c, const SimInput& in) const;
