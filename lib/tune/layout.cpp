@@ -96,12 +96,6 @@ struct Refiner {
   /// boundaries shifted together (O(S³) per step).
   int depth = 2;
 
-  using Obj = BalanceScore;
-
-  [[nodiscard]] static bool better(const Obj& a, const Obj& b, double tol) {
-    return better_balance(a, b, tol);
-  }
-
   /// The per-device sums of one partition: work, static bytes, warm-up offset (-1: no stage).
   struct Sums {
     std::vector<double> work, stat, offset;
@@ -124,9 +118,9 @@ struct Refiner {
   }
 
   /// The objective of the sums `s`, where devices da and db take theirs from `over` instead.
-  [[nodiscard]] Obj objective(const Sums& s, const Sums* over = nullptr, std::size_t da = SIZE_MAX,
-                              std::size_t db = SIZE_MAX) const {
-    Obj o;
+  [[nodiscard]] BalanceScore objective(const Sums& s, const Sums* over = nullptr, std::size_t da = SIZE_MAX,
+                                       std::size_t db = SIZE_MAX) const {
+    BalanceScore o;
     for (std::size_t d = 0; d < s.work.size(); ++d) {
       const Sums& src = over && (d == da || d == db) ? *over : s;
       const double v = src.work[d] + (warmup ? std::max(src.offset[d], 0.0) / warmup->microbatches : 0.0);
@@ -139,7 +133,7 @@ struct Refiner {
   }
 
   /// Refines `ends` in place; returns its objective.
-  Obj refine(std::vector<int>& ends) const {
+  BalanceScore refine(std::vector<int>& ends) const {
     const int S = static_cast<int>(stage_device.size());
     const double tol = 1e-9 * std::max(1.0, work_prefix.back());
     // The stages of every device, in pipeline order (flat, CSR style).
@@ -179,15 +173,15 @@ struct Refiner {
              e[static_cast<std::size_t>(b)] < e[static_cast<std::size_t>(b) + 1];
     };
 
-    Obj current = full(ends, cur);
+    BalanceScore current = full(ends, cur);
     std::vector<int> trial = ends, best_ends;
     best_ends.reserve(ends.size());
     // Steepest descent; every accepted step strictly improves the objective, so the loop ends.
     for (int guard = 0; guard < 100000; ++guard) {
-      Obj best = current;
+      BalanceScore best = current;
       bool found = false;
-      auto take = [&](const Obj& o, const std::vector<int>& e) {
-        if (better(o, best, tol)) {
+      auto take = [&](const BalanceScore& o, const std::vector<int>& e) {
+        if (better_balance(o, best, tol)) {
           best = o;
           best_ends.assign(e.begin(), e.end());
           found = true;
@@ -294,10 +288,10 @@ std::vector<int> DeviceBalancer::balance(std::span<const int> stage_device, bool
   const Refiner refiner{work_prefix_, bytes_prefix_, f_prefix_, stage_device,    devices_,
                         max_step_,    limit_,        warmup_,   thorough ? 2 : 0};
   std::vector<int> a = minmax_;
-  const Refiner::Obj oa = refiner.refine(a);
+  const BalanceScore oa = refiner.refine(a);
   std::vector<int> b = targeted_split(work_, stage_device, devices_, even);
-  const Refiner::Obj ob = refiner.refine(b);
-  return refiner.better(ob, oa, tol) ? b : a;
+  const BalanceScore ob = refiner.refine(b);
+  return better_balance(ob, oa, tol) ? b : a;
 }
 
 std::vector<int> balance_per_device(std::span<const double> layer_work, std::span<const int> stage_device,
@@ -309,11 +303,9 @@ std::vector<int> balance_per_device(std::span<const double> layer_work, std::spa
 
 namespace {
 
-using LayoutScore = BalanceScore;
-
-LayoutScore score_layout(std::span<const double> work, const Layout& l, int devices, const StaticLimit* limit,
-                         const Warmup* warmup) {
-  LayoutScore sc;
+BalanceScore score_layout(std::span<const double> work, const Layout& l, int devices,
+                          const StaticLimit* limit, const Warmup* warmup) {
+  BalanceScore sc;
   std::vector<double> w = device_work(work, l.ends, l.device, devices);
   if (warmup) {
     // Offset of every device: the forward time of the layers in front of its first stage.
@@ -347,7 +339,7 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
   double total = 0;
   for (double w : layer_work) total += w;
   const double tol = 1e-9 * std::max(1.0, total);
-  LayoutScore best_score = score_layout(layer_work, best, devices, limit, warmup);
+  BalanceScore best_score = score_layout(layer_work, best, devices, limit, warmup);
   const int S = static_cast<int>(start.device.size());
   const DeviceBalancer balancer(layer_work, S, devices, limit, warmup);
   for (int round = 0; round < max_rounds; ++round) {
@@ -363,10 +355,10 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
     std::vector<int> count(static_cast<std::size_t>(devices), 0);
     for (int d : best.device) ++count[static_cast<std::size_t>(d)];
     Layout round_best = best;
-    LayoutScore round_score = best_score;
+    BalanceScore round_score = best_score;
     auto consider = [&](std::vector<int> map) {
       Layout trial{balancer.balance(map, false), std::move(map)};
-      const LayoutScore sc = score_layout(layer_work, trial, devices, limit, warmup);
+      const BalanceScore sc = score_layout(layer_work, trial, devices, limit, warmup);
       if (better_balance(sc, round_score, tol)) {
         round_score = sc;
         round_best = std::move(trial);
