@@ -690,10 +690,9 @@ TEST_CASE("one machine: Jackson's preemptive rule gives the largest set bound", 
 }
 
 TEST_CASE("structure bound by rank: tighter than the quick one, never above the optimum", "[bound][exact]") {
-  // Hand case: two single-layer stages on two devices, F = 1, B = 2 (w = 0), m = 3. One micro-batch
-  // reaches device 1 at 1 and leaves it 1 before the end, so the quick bound is 1 + 3 · 3 + 2 = 12;
-  // device 1's work is 9 and its F and B ops wait for each other — 1F1B's 3(m + p − 1) = 12 is the
-  // optimum and both bounds reach it.
+  // Hand case: two single-layer stages on two devices, F = 1, B = 2 (w = 0), m = 3. Device 1 starts
+  // at 1 (F of stage 0), carries 3 · 3 of work and leaves 2 (B of stage 0) after it, so the quick
+  // bound is 1 + 9 + 2 = 12, 1F1B's 3(m + p − 1): the optimum, which both bounds reach.
   const SimInput two = make_input(2, std::vector<StageCost>(2, cost(1, 2, 0)));
   const Plan seq = make_plan(2, 3, {0, 1}, std::vector<std::vector<Op>>(2));
   CHECK(structure_lower_bound(seq.stages, 3, two).ms == Approx(12.0));
