@@ -221,6 +221,15 @@ std::vector<int> critical_path(const OpGraph& g, const TimedOrder& t, const std:
   return path;
 }
 
+std::vector<std::int64_t> activation_peaks(const OpGraph& g, const TimedOrder& t) {
+  std::vector<std::int64_t> peak(t.order.size(), 0);
+  for (std::size_t d = 0; d < t.order.size(); ++d) {
+    std::int64_t now = 0;
+    for (const int op : t.order[d]) peak[d] = std::max(peak[d], now += g.memory_change(op));
+  }
+  return peak;
+}
+
 Programs programs_of(const OpGraph& g, const TimedOrder& t) {
   Programs out(t.order.size());
   for (std::size_t d = 0; d < t.order.size(); ++d)

@@ -118,6 +118,10 @@ bool time_order(const OpGraph& g, TimedOrder& t);
 [[nodiscard]] std::vector<int> critical_path(const OpGraph& g, const TimedOrder& t,
                                              const std::vector<double>& tail);
 
+/// Per device, the most activation bytes `t.order` holds at once (OpGraph::memory_change summed
+/// along the device's order).
+[[nodiscard]] std::vector<std::int64_t> activation_peaks(const OpGraph& g, const TimedOrder& t);
+
 /// The compute-only programs of `t.order`.
 [[nodiscard]] Programs programs_of(const OpGraph& g, const TimedOrder& t);
 

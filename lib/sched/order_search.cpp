@@ -379,12 +379,9 @@ OrderSearchResult order_search(const ListScheduleProblem& problem, const Program
   const OpGraph& g = s.graph;
   TimedOrder& t = s.timed;
   // A device's cap is never below its peak in the start order.
-  std::vector<std::int64_t> cap(t.order.size(), 0);
-  for (std::size_t d = 0; d < t.order.size(); ++d) {
-    std::int64_t now = 0;
-    for (const int op : t.order[d]) cap[d] = std::max(cap[d], now += g.memory_change(op));
-    if (d < options.activation_cap.size()) cap[d] = std::max(cap[d], options.activation_cap[d]);
-  }
+  std::vector<std::int64_t> cap = activation_peaks(g, t);
+  for (std::size_t d = 0; d < cap.size() && d < options.activation_cap.size(); ++d)
+    cap[d] = std::max(cap[d], options.activation_cap[d]);
   order_detail::Search search(g, options, std::move(cap), std::move(t));
   search.run(out);
   out.schedule.programs = programs_of(g, search.best());
