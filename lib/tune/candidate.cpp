@@ -96,6 +96,16 @@ ListScheduleProblem Evaluator::problem(const Candidate& c, const SimInput& in) c
   return p;
 }
 
+bool Evaluator::compute_order(const Candidate& c, Simulator& sim, Programs& order,
+                              ListScheduleProblem& problem) const {
+  Plan plan;
+  if (!evaluate(c, sim, &plan).ok) return false;
+  strip_comm(plan);
+  order = std::move(plan.programs);
+  problem = this->problem(c, make_sim_input(skeleton(c), inputs_));
+  return true;
+}
+
 bool same_schedule(const Candidate& a, const Candidate& b) {
   if (a.order && b.order) return *a.order == *b.order && a.without_order() == b.without_order();
   return a == b;

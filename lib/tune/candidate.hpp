@@ -100,6 +100,13 @@ class Evaluator {
   [[nodiscard]] Evaluation evaluate(const Candidate& c, Simulator& sim, Plan* plan_out = nullptr,
                                     double bound = 0) const;
 
+  /// What a candidate runs, as the whole-order schedulers (sched/slack_scheduler.hpp,
+  /// sched/justify.hpp, sched/order_search.hpp) take it: its compute-only op order (list-scheduled,
+  /// or its explicit order) and its list-scheduling problem. False, with `order` untouched, when
+  /// the candidate cannot run.
+  [[nodiscard]] bool compute_order(const Candidate& c, Simulator& sim, Programs& order,
+                                   ListScheduleProblem& problem) const;
+
   /// Simulates an already complete (lowered) plan, e.g. a baseline.
   [[nodiscard]] Evaluation evaluate_plan(const Plan& plan, Simulator& sim) const;
 

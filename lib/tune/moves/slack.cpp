@@ -26,14 +26,9 @@ class SlackMoves final : public Neighbourhood {
     if (!cur.e.ok || cur.e.makespan_ms <= cur.e.structure_bound_ms * (1 + 1e-9)) return;
     if (static_cast<long long>(cur.c.stages()) * ctx.microbatches() * 3 > kMaxOps) return;
     Simulator sim;
-    Plan plan;
-    if (!ctx.evaluator.evaluate(cur.c, sim, &plan).ok) return;
-    Programs order(plan.programs.size());
-    for (std::size_t d = 0; d < plan.programs.size(); ++d)
-      for (const Op& op : plan.programs[d])
-        if (!is_comm(op.kind)) order[d].push_back(op);
-    const Plan skeleton = ctx.evaluator.skeleton(cur.c);
-    const ListScheduleProblem problem = ctx.evaluator.problem(cur.c, make_sim_input(skeleton, ctx.inputs));
+    Programs order;
+    ListScheduleProblem problem;
+    if (!ctx.evaluator.compute_order(cur.c, sim, order, problem)) return;
     SlackOptions options;
     options.passes = wide ? 16 : 6;
     ListSchedule s = slack_reschedule(problem, order, options);
