@@ -1,49 +1,66 @@
 #include "tune/polish.hpp"
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/lower.hpp"
+#include "sched/justify.hpp"
 #include "sched/order_search.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
 
-Polish polish(const Scored& best, const Evaluator& ev, const PlannerInputs& inputs,
-              std::int64_t max_timed_ops, std::uint64_t seed) {
+Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops, std::uint64_t seed) {
   Polish out;
   if (!best.e.ok || max_timed_ops <= 0 || best.e.makespan_ms <= best.e.structure_bound_ms * (1 + 1e-9))
     return out;
   Simulator sim;
-  Plan plan;
-  if (!ev.evaluate(best.c, sim, &plan).ok) return out;
-  strip_comm(plan);
-  const Programs order = std::move(plan.programs);
+  Programs order;
+  ListScheduleProblem problem;
+  if (!ev.compute_order(best.c, sim, order, problem)) return out;
   std::int64_t ops = 0;
   for (const auto& program : order) ops += static_cast<std::int64_t>(program.size());
   out.evaluated_ops = ops;
-  const ListScheduleProblem problem = ev.problem(best.c, make_sim_input(ev.skeleton(best.c), inputs));
+  // Room for activations up to the memory limit (the simulator checks the result against it).
+  std::vector<std::int64_t> cap;
+  const auto limit = static_cast<std::int64_t>(ev.memory_limit_bytes());
+  if (limit > 0)
+    for (const std::int64_t s : best.e.static_bytes) cap.push_back(limit - s);
   OrderSearchOptions options;
   options.max_timed_ops = max_timed_ops;
   options.seed = seed;
   options.target_ms = best.e.structure_bound_ms;
-  // Room for activations up to the memory limit (the simulator checks the result against it).
-  const auto limit = static_cast<std::int64_t>(ev.memory_limit_bytes());
-  if (limit > 0)
-    for (const std::int64_t s : best.e.static_bytes) options.activation_cap.push_back(limit - s);
+  options.activation_cap = cap;
   const OrderSearchResult r = order_search(problem, order, options);
-  out.timed_ops = r.timed_ops;
+  out.timed_ops += r.timed_ops;
   // The ideal-transfer makespan is a lower bound of the simulated one: an order that does not
   // beat the current plan there cannot beat it in the simulator.
-  if (!r.schedule.feasible() || !(r.schedule.makespan_ms < best.e.makespan_ms * (1 - 1e-9))) return out;
-  // The best order and the runners-up, simulated: the fastest that improves on `best` is kept.
-  std::vector<const Programs*> orders{&r.schedule.programs};
-  for (const Programs& p : r.runners_up) orders.push_back(&p);
-  for (const Programs* searched : orders) {
+  const bool searched = r.schedule.feasible() && r.schedule.makespan_ms < best.e.makespan_ms * (1 - 1e-9);
+  // Then the best order so far justified (a few passes over the ops): it fills gaps that moves
+  // inside critical blocks leave.
+  JustifyOptions jo;
+  jo.activation_cap = cap;
+  const ListSchedule justified = justify(problem, searched ? r.schedule.programs : order, jo);
+  out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+  const double reference = searched ? r.schedule.makespan_ms : best.e.makespan_ms;
+  const bool improved = justified.feasible() && justified.makespan_ms < reference * (1 - 1e-9);
+  // The searched order, its runners-up and the justified order, simulated: the fastest that
+  // improves on `best` is kept.
+  const std::string searched_tag = "order-searched";
+  const std::string justified_tag = searched ? "order-searched, justified" : "justified";
+  std::vector<std::pair<const Programs*, const std::string*>> orders;
+  if (improved) orders.emplace_back(&justified.programs, &justified_tag);
+  if (searched) {
+    orders.emplace_back(&r.schedule.programs, &searched_tag);
+    for (const Programs& p : r.runners_up) orders.emplace_back(&p, &searched_tag);
+  }
+  for (const auto& [programs, tag] : orders) {
     Candidate n = best.c;
-    n.order = std::make_shared<Programs>(*searched);
-    if (!n.order_name.ends_with("order-searched"))
-      n.order_name = n.order_name.empty() ? "order-searched" : n.order_name + ", order-searched";
+    n.order = std::make_shared<Programs>(*programs);
+    if (!n.order_name.ends_with(*tag))
+      n.order_name = n.order_name.empty() ? *tag : n.order_name + ", " + *tag;
     const Evaluation e = ev.evaluate(n, sim);
     out.evaluated_ops += ops;
     if (improves(e, out.better ? out.better->e : best.e)) out.better = Scored{std::move(n), e};

@@ -2,13 +2,13 @@
 /// The polish after the search: the order search (sched/order_search.hpp) run once on the best
 /// plan's compute order, which the local search's list-scheduled and reorder moves leave short of
 /// the bound on w = 0 profiles (no W to fill bubbles with, so the order of the critical device is
-/// all there is). The searched order is lowered and simulated with memory; it is kept only when
-/// the simulator confirms that it is better.
+/// all there is), and the order it ends with justified (sched/justify.hpp). The orders are
+/// lowered and simulated with memory; one is kept only when the simulator confirms that it is
+/// better.
 
 #include <cstdint>
 #include <optional>
 
-#include "cost/inputs.hpp"
 #include "tune/candidate.hpp"
 #include "tune/incumbent.hpp"
 
@@ -19,13 +19,14 @@ inline constexpr std::int64_t kMaxPolishOps = 4'000'000;
 
 struct Polish {
   std::optional<Scored> better;    ///< the polished plan, when the simulator confirms it is better
-  std::int64_t timed_ops = 0;      ///< the order search's work
+  std::int64_t timed_ops = 0;      ///< the order search's work and the justification's (ops placed)
   std::int64_t evaluated_ops = 0;  ///< compute ops of the plans evaluated (the start and the results)
 };
 
-/// Order-searches `best` (evaluated under `ev`) with at most `max_timed_ops` timed ops, seeded by
-/// `seed`. Nothing is tried when `best` did not run or already reaches its structure bound.
-[[nodiscard]] Polish polish(const Scored& best, const Evaluator& ev, const PlannerInputs& inputs,
-                            std::int64_t max_timed_ops, std::uint64_t seed);
+/// Order-searches `best` (evaluated under `ev`) with at most `max_timed_ops` timed ops in the order
+/// search, seeded by `seed`, and justifies the result. Nothing is tried when `best` did not run or already
+/// reaches its structure bound.
+[[nodiscard]] Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops,
+                            std::uint64_t seed);
 
 }  // namespace octo

@@ -99,7 +99,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   // 3b. The order search on the best plan, kept when the simulator confirms it.
   std::optional<Scored> polished;
   if (search.incumbent().has() && !budget.interrupted() && !budget.past_wall_cap()) {
-    Polish pol = polish(search.incumbent().best(), *evaluator, inputs,
+    Polish pol = polish(search.incumbent().best(), *evaluator,
                         std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units)), options.seed);
     budget.charge_serial(static_cast<double>(pol.timed_ops + 3 * pol.evaluated_ops));
     polished = std::move(pol.better);

@@ -37,7 +37,7 @@ TEST_CASE("the polish never makes a plan worse and improves one with slack", "[t
                            limit > 0 ? static_cast<double>(cur.e.max_peak_memory_bytes) * limit : 0);
         cur.e = ev.evaluate(cur.c, sim);
         REQUIRE(cur.e.ok);
-        const Polish p = polish(cur, ev, in, 200000, 1);
+        const Polish p = polish(cur, ev, 200000, 1);
         CHECK(p.timed_ops <= 200000 + 2000);
         if (!p.better) continue;
         ++improved;
@@ -63,7 +63,7 @@ TEST_CASE("the polish does nothing at the structure bound", "[tune][polish]") {
   cur.e = ev.evaluate(cur.c, sim);
   REQUIRE(cur.e.ok);
   cur.e.structure_bound_ms = cur.e.makespan_ms;
-  const Polish p = polish(cur, ev, in, 200000, 1);
+  const Polish p = polish(cur, ev, 200000, 1);
   CHECK(!p.better);
   CHECK(p.timed_ops == 0);
 }
