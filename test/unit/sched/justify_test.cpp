@@ -1,6 +1,7 @@
 // Forward–backward justification: a hand-traced case where it reaches the optimum from a bad
-// order, never worse than its start on random problems with and without transfer delays (programs
-// complete, valid, deadlock-free, within the activation cap), malformed orders reported.
+// order, never worse than its start on random problems with and without transfer delays,
+// recompute and op overhead (programs complete, valid, deadlock-free, within the activation cap),
+// malformed orders reported.
 
 #include "sched/justify.hpp"
 
@@ -69,14 +70,20 @@ TEST_CASE("justification turns a bad order into the optimal one", "[justify]") {
 TEST_CASE("justification is never worse than its start and keeps programs valid", "[justify]") {
   std::mt19937 rng(23);
   int improved = 0;
-  for (int trial = 0; trial < 80; ++trial) {
+  for (int trial = 0; trial < 120; ++trial) {
     ListScheduleProblem p = schedtest::random_problem(rng, trial, [](StageCost&) {});
-    // Every other pair of trials with transfer delays between stages (0–1.5 ms each).
+    // Every other pair of trials with transfer delays between stages (0–1.5 ms each), every third
+    // with recompute on random stages (R ops before their B), every fifth with an op overhead.
     const bool delays = trial % 4 >= 2;
     if (delays) {
       p.transfer_ms.resize(static_cast<std::size_t>(p.stages() - 1));
       for (double& t : p.transfer_ms) t = static_cast<double>(rng() % 4) * 0.5;
     }
+    if (trial % 3 == 0) {
+      p.recompute.resize(static_cast<std::size_t>(p.stages()));
+      for (std::size_t s = 0; s < p.recompute.size(); ++s) p.recompute[s] = rng() % 2 == 0;
+    }
+    if (trial % 5 == 0) p.op_overhead_ms = 0.1;
     const ListSchedule start = schedtest::jittered_start(p, trial);
     const ListSchedule s = justify(p, start.programs);
     REQUIRE(s.feasible());
@@ -86,12 +93,16 @@ TEST_CASE("justification is never worse than its start and keeps programs valid"
     const std::vector<std::int64_t> before = peaks(p, start.programs), after = peaks(p, s.programs);
     CHECK(s.peak_activation_bytes == after);
     for (std::size_t d = 0; d < before.size(); ++d) CHECK(after[d] <= before[d]);
-    if (delays) {
+    if (delays || !p.recompute.empty() || p.op_overhead_ms > 0) {
+      // The simulator of check_reordered knows neither the delays nor the overhead: the programs
+      // are checked for completeness, validity and deadlock freedom only.
       REQUIRE(s.programs.size() == start.programs.size());
       for (std::size_t d = 0; d < s.programs.size(); ++d)
         CHECK(std::is_permutation(start.programs[d].begin(), start.programs[d].end(), s.programs[d].begin(),
                                   s.programs[d].end()));
-      schedtest::check_lowered(p, schedtest::plan_of(p, s.programs));
+      Plan plan = schedtest::plan_of(p, s.programs);
+      for (std::size_t st = 0; st < p.recompute.size(); ++st) plan.stages[st].recompute = p.recompute[st];
+      schedtest::check_lowered(p, plan);
     } else {
       schedtest::check_reordered(p, start.programs, s.programs, s.makespan_ms);
     }
