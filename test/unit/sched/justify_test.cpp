@@ -28,18 +28,14 @@ std::vector<std::int64_t> peaks(const ListScheduleProblem& p, const Programs& pr
 }  // namespace
 
 TEST_CASE("justification turns a bad order into the optimal one", "[justify]") {
-  // Two stages on two devices, two micro-batches, F = BW = 1 ms. The start runs micro-batch 1
-  // first on device 1: dev0 F00 [0,1] F01 [1,2]; dev1 F11 [2,3] BW11 [3,4] F10 [4,5] BW10 [5,6];
-  // dev0 BW00 [6,7] BW01 [7,8]: 8 ms. The backward pass (latest end first, each as late as its
-  // successors allow below 8) gives F01 [2,3] F00 [3,4] on dev0, F11 [3,4] F10 [4,5] BW10 [5,6]
-  // BW11 [6,7] on dev1, BW00 [6,7] BW01 [7,8]; the forward pass in that start order places F01
-  // [0,1], F00 [1,2], F11 [1,2], F10 [2,3], BW10 [3,4], BW11 into dev1's first gap after its F:
-  // [4,5], BW00 [4,5], BW01 [5,6]: 6 ms, the optimum (device 1 cannot start before 1 ms, has 4 ms
-  // of work, and its last BW is followed by a BW of device 0).
-  const ListScheduleProblem p = schedtest::fused_problem(2, 2, {0, 1}, 1, 1);
-  const Programs bad = {
-      {op(OpKind::F, 0, 0), op(OpKind::F, 0, 1), op(OpKind::BW, 0, 0), op(OpKind::BW, 0, 1)},
-      {op(OpKind::F, 1, 1), op(OpKind::BW, 1, 1), op(OpKind::F, 1, 0), op(OpKind::BW, 1, 0)}};
+  // schedtest::BadOrder (8 ms; the optimum 6 ms). The backward pass (latest end first, each as
+  // late as its successors allow below 8) gives F01 [2,3] F00 [3,4] on dev0, F11 [3,4] F10 [4,5]
+  // BW10 [5,6] BW11 [6,7] on dev1, BW00 [6,7] BW01 [7,8]; the forward pass in that start order
+  // places F01 [0,1], F00 [1,2], F11 [1,2], F10 [2,3], BW10 [3,4], BW11 into dev1's first gap after
+  // its F: [4,5], BW00 [4,5], BW01 [5,6]: 6 ms, the optimum.
+  const schedtest::BadOrder b;
+  const ListScheduleProblem& p = b.problem;
+  const Programs& bad = b.order;
   JustifyOptions none;
   none.rounds = 0;
   const ListSchedule same = justify(p, bad, none);

@@ -118,6 +118,19 @@ inline ListScheduleProblem fused_problem(int devices, int microbatches, std::vec
 
 inline Op op(OpKind k, int s, int m) { return Op::compute(k, s, m); }
 
+/// Two stages on two devices, two micro-batches, F = BW = 1 ms (fused_problem), and a bad order
+/// that runs micro-batch 1 first on device 1: dev0 F00 [0,1] F01 [1,2]; dev1 F11 [2,3] BW11 [3,4]
+/// F10 [4,5] BW10 [5,6]; dev0 BW00 [6,7] BW01 [7,8]: 8 ms. No order is faster than 6 ms: device 1
+/// cannot start before 1 ms (it needs an F of device 0) and has 4 ms of work, and its last BW is
+/// followed by device 0's BW of the same micro-batch. 1F1B reaches 6 ms.
+struct BadOrder {
+  ListScheduleProblem problem = fused_problem(2, 2, {0, 1}, 1, 1);
+  Programs order = {{Op::compute(OpKind::F, 0, 0), Op::compute(OpKind::F, 0, 1),
+                     Op::compute(OpKind::BW, 0, 0), Op::compute(OpKind::BW, 0, 1)},
+                    {Op::compute(OpKind::F, 1, 1), Op::compute(OpKind::BW, 1, 1),
+                     Op::compute(OpKind::F, 1, 0), Op::compute(OpKind::BW, 1, 0)}};
+};
+
 /// The compute-only plan of `programs` for `p`.
 inline Plan plan_of(const ListScheduleProblem& p, const Programs& programs) {
   Plan plan = bare_plan(p.devices, p.microbatches, p.stage_device);
