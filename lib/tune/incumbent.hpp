@@ -30,13 +30,24 @@ class Incumbent {
   bool offer(const Scored& s, int source);
   [[nodiscard]] bool has() const { return has_; }
   [[nodiscard]] const Scored& best() const { return best_; }
-  /// Forgets the best, for a search under another memory limit (the counts stay).
-  void reset() { has_ = false; }
+  /// The best offered candidate of each of the (at most kElite) partitions + placements whose best
+  /// offers are the fastest seen, best first; the incumbent's is among them. What the polish tries
+  /// besides the incumbent: a structure whose list schedule lost may win once re-scheduled.
+  [[nodiscard]] const std::vector<Scored>& elite() const { return elite_; }
+  static constexpr std::size_t kElite = 8;
+  /// Forgets the best (and the elite), for a search under another memory limit (the counts stay).
+  void reset() {
+    has_ = false;
+    elite_.clear();
+  }
   [[nodiscard]] const std::vector<std::pair<std::string, int>>& accepted() const { return accepted_; }
 
  private:
+  void keep_elite(const Scored& s);
+
   Scored best_;
   bool has_ = false;
+  std::vector<Scored> elite_;
   std::vector<std::pair<std::string, int>> accepted_;
 };
 

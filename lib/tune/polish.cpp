@@ -68,4 +68,40 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   return out;
 }
 
+Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const Evaluator& ev) {
+  Polish out;
+  if (!top.e.ok) return out;
+  Simulator sim;
+  for (const Scored& s : elite) {
+    if (!s.e.ok || (s.c.ends == top.c.ends && s.c.device == top.c.device && s.c.recompute == top.c.recompute))
+      continue;
+    if (s.e.makespan_ms <= s.e.structure_bound_ms * (1 + 1e-9)) continue;  // no order is faster
+    if (top.e.fits_memory && !(s.e.structure_bound_ms < top.e.makespan_ms * (1 - 1e-9))) continue;
+    Programs order;
+    ListScheduleProblem problem;
+    if (!ev.compute_order(s.c, sim, order, problem)) continue;
+    std::int64_t ops = 0;
+    for (const auto& program : order) ops += static_cast<std::int64_t>(program.size());
+    JustifyOptions jo;
+    const auto limit = static_cast<std::int64_t>(ev.memory_limit_bytes());
+    if (limit > 0)
+      for (const std::int64_t st : s.e.static_bytes) jo.activation_cap.push_back(limit - st);
+    const ListSchedule justified = justify(problem, order, jo);
+    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+    out.evaluated_ops += ops;
+    const Evaluation& against = out.better ? out.better->e : top.e;
+    if (!justified.feasible() ||
+        (against.fits_memory && !(justified.makespan_ms < against.makespan_ms * (1 - 1e-9))))
+      continue;
+    Candidate n = s.c;
+    n.order = std::make_shared<Programs>(justified.programs);
+    if (!n.order_name.ends_with("justified"))
+      n.order_name = n.order_name.empty() ? "justified" : n.order_name + ", justified";
+    const Evaluation e = ev.evaluate(n, sim);
+    out.evaluated_ops += ops;
+    if (improves(e, against)) out.better = Scored{std::move(n), e};
+  }
+  return out;
+}
+
 }  // namespace octo

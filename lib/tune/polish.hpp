@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "tune/candidate.hpp"
 #include "tune/incumbent.hpp"
@@ -28,5 +29,12 @@ struct Polish {
 /// reaches its structure bound.
 [[nodiscard]] Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops,
                             std::uint64_t seed);
+
+/// The other structures of the search's elite (Incumbent::elite: the fastest distinct partitions +
+/// placements it saw), each with its compute order justified and simulated: the fastest that
+/// improves on `top` (the polished best plan) is `better`. A structure whose list schedule lost to
+/// the best plan's may win once its gaps are filled; one that already reaches its structure bound,
+/// or whose bound is not below `top`, is skipped.
+[[nodiscard]] Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const Evaluator& ev);
 
 }  // namespace octo

@@ -96,13 +96,17 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     budget.resume();
     search.run(*evaluator, incumbent_eval);
   }
-  // 3b. The order search on the best plan, kept when the simulator confirms it.
+  // 3b. The order search on the best plan, and the elite justified, kept when the simulator confirms it.
   std::optional<Scored> polished;
   if (search.incumbent().has() && !budget.interrupted() && !budget.past_wall_cap()) {
     Polish pol = polish(search.incumbent().best(), *evaluator,
                         std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units)), options.seed);
     budget.charge_serial(static_cast<double>(pol.timed_ops + 3 * pol.evaluated_ops));
     polished = std::move(pol.better);
+    const Polish elite = justify_elite(search.incumbent().elite(),
+                                       polished ? *polished : search.incumbent().best(), *evaluator);
+    budget.charge_serial(static_cast<double>(elite.timed_ops + 3 * elite.evaluated_ops));
+    if (elite.better) polished = elite.better;
   }
   const Scored* top = polished ? &*polished : search.incumbent().has() ? &search.incumbent().best() : nullptr;
   result.memory_limit_bytes = limit.bytes;

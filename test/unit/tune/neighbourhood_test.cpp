@@ -367,6 +367,40 @@ TEST_CASE("the incumbent keeps only improvements", "[tune]") {
   CHECK(!inc.offer(same, 1));
 }
 
+TEST_CASE("the incumbent's elite keeps the fastest plan of each of the fastest structures", "[tune]") {
+  Incumbent inc({"seed"});
+  // Structure k (stage ends {k, 20}) offered at 100 − k ms, k = 1 … 12, then structure 3 again at
+  // 50 ms (its best so far) and at 60 ms (no better), and a plan that did not run.
+  auto plan = [](int k, double ms) {
+    Scored s;
+    s.c.ends = {k, 20};
+    s.c.device = {0, 1};
+    s.c.recompute = {0, 0};
+    s.e.ok = true;
+    s.e.fits_memory = true;
+    s.e.makespan_ms = ms;
+    return s;
+  };
+  for (int k = 1; k <= 12; ++k) (void)inc.offer(plan(k, 100 - k), 0);
+  (void)inc.offer(plan(3, 50), 0);
+  (void)inc.offer(plan(3, 60), 0);
+  Scored broken = plan(13, 1);
+  broken.e.ok = false;
+  (void)inc.offer(broken, 0);
+  const std::vector<Scored>& elite = inc.elite();
+  REQUIRE(elite.size() == Incumbent::kElite);
+  // Best first: structure 3 (50 ms), then 12, 11, …, 6 (88 … 94 ms); 5 … 1 fell out.
+  CHECK(elite.front().c.ends.front() == 3);
+  CHECK(elite.front().e.makespan_ms == 50);
+  CHECK(inc.best().e.makespan_ms == 50);
+  for (std::size_t i = 1; i < elite.size(); ++i) {
+    CHECK(elite[i].c.ends.front() == 13 - static_cast<int>(i));
+    CHECK(elite[i].e.makespan_ms == 87 + static_cast<double>(i));
+  }
+  inc.reset();
+  CHECK(inc.elite().empty());
+}
+
 TEST_CASE("seed structures are ranked by their structure bound and include one stage per layer", "[tune]") {
   const PlannerInputs in = inputs("tiny-hybrid", 3, 6);
   const Evaluator ev(in, 3, 6, 0);
