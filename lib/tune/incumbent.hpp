@@ -34,7 +34,7 @@ class Incumbent {
   /// offers are the fastest seen, best first; the incumbent's is among them. What the polish tries
   /// besides the incumbent: a structure whose list schedule lost may win once re-scheduled.
   [[nodiscard]] const std::vector<Scored>& elite() const { return elite_; }
-  static constexpr std::size_t kElite = 8;
+  static constexpr std::size_t kElite = 16;
   /// Forgets the best (and the elite), for a search under another memory limit (the counts stay).
   void reset() {
     has_ = false;

@@ -31,10 +31,11 @@ struct Polish {
                             std::uint64_t seed);
 
 /// The other structures of the search's elite (Incumbent::elite: the fastest distinct partitions +
-/// placements it saw), each with its compute order justified and simulated: the fastest that
-/// improves on `top` (the polished best plan) is `better`. A structure whose list schedule lost to
-/// the best plan's may win once its gaps are filled; one that already reaches its structure bound,
-/// or whose bound is not below `top`, is skipped.
+/// placements it saw), each with its compute order re-scheduled — justified (sched/justify.hpp), and
+/// slack-rescheduled then justified (sched/slack_scheduler.hpp), the faster of the two — and
+/// simulated: the fastest that improves on `top` (the polished best plan) is `better`. A structure
+/// whose order lost to the best plan's may win once its gaps are filled; one that already reaches
+/// its structure bound, or whose bound is not below `top`, is skipped.
 [[nodiscard]] Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const Evaluator& ev);
 
 }  // namespace octo

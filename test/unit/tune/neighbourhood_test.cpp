@@ -369,11 +369,13 @@ TEST_CASE("the incumbent keeps only improvements", "[tune]") {
 
 TEST_CASE("the incumbent's elite keeps the fastest plan of each of the fastest structures", "[tune]") {
   Incumbent inc({"seed"});
-  // Structure k (stage ends {k, 20}) offered at 100 − k ms, k = 1 … 12, then structure 3 again at
-  // 50 ms (its best so far) and at 60 ms (no better), and a plan that did not run.
+  // Structure k (stage ends {k, 100}) offered at 100 − k ms, k = 1 … N = kElite + 4 (structures 1 … 4
+  // fall out), then structure 3 again at 50 ms (back in, first) and at 60 ms (no better), and a
+  // plan that did not run.
+  const int N = static_cast<int>(Incumbent::kElite) + 4;
   auto plan = [](int k, double ms) {
     Scored s;
-    s.c.ends = {k, 20};
+    s.c.ends = {k, 100};
     s.c.device = {0, 1};
     s.c.recompute = {0, 0};
     s.e.ok = true;
@@ -381,21 +383,22 @@ TEST_CASE("the incumbent's elite keeps the fastest plan of each of the fastest s
     s.e.makespan_ms = ms;
     return s;
   };
-  for (int k = 1; k <= 12; ++k) (void)inc.offer(plan(k, 100 - k), 0);
+  for (int k = 1; k <= N; ++k) (void)inc.offer(plan(k, 100 - k), 0);
   (void)inc.offer(plan(3, 50), 0);
   (void)inc.offer(plan(3, 60), 0);
-  Scored broken = plan(13, 1);
+  Scored broken = plan(N + 1, 1);
   broken.e.ok = false;
   (void)inc.offer(broken, 0);
   const std::vector<Scored>& elite = inc.elite();
   REQUIRE(elite.size() == Incumbent::kElite);
-  // Best first: structure 3 (50 ms), then 12, 11, …, 6 (88 … 94 ms); 5 … 1 fell out.
+  // Best first: structure 3 (50 ms), then N, N − 1, … (100 − N, 101 − N, … ms); the slowest one
+  // that was in before structure 3 came back fell out.
   CHECK(elite.front().c.ends.front() == 3);
   CHECK(elite.front().e.makespan_ms == 50);
   CHECK(inc.best().e.makespan_ms == 50);
   for (std::size_t i = 1; i < elite.size(); ++i) {
-    CHECK(elite[i].c.ends.front() == 13 - static_cast<int>(i));
-    CHECK(elite[i].e.makespan_ms == 87 + static_cast<double>(i));
+    CHECK(elite[i].c.ends.front() == N + 1 - static_cast<int>(i));
+    CHECK(elite[i].e.makespan_ms == 99 - N + static_cast<double>(i));
   }
   inc.reset();
   CHECK(inc.elite().empty());
