@@ -77,6 +77,7 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
     if (!s.e.ok || (s.c.ends == top.c.ends && s.c.device == top.c.device && s.c.recompute == top.c.recompute))
       continue;
     if (s.e.makespan_ms <= s.e.structure_bound_ms * (1 + 1e-9)) continue;  // no order is faster
+    if (static_cast<std::int64_t>(s.c.stages()) * ev.microbatches() * 3 > kMaxElitePolishOps) continue;
     if (top.e.fits_memory && !(s.e.structure_bound_ms < top.e.makespan_ms * (1 - 1e-9))) continue;
     Programs order;
     ListScheduleProblem problem;
