@@ -106,7 +106,13 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     const Polish elite = justify_elite(search.incumbent().elite(),
                                        polished ? *polished : search.incumbent().best(), *evaluator);
     budget.charge_serial(static_cast<double>(elite.timed_ops + 3 * elite.evaluated_ops));
-    if (elite.better) polished = elite.better;
+    if (elite.better) {
+      // The winner of another structure order-searched too (its own polish: it had none).
+      Polish again = polish(*elite.better, *evaluator,
+                            std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units)), options.seed);
+      budget.charge_serial(static_cast<double>(again.timed_ops + 3 * again.evaluated_ops));
+      polished = again.better ? std::move(again.better) : elite.better;
+    }
   }
   const Scored* top = polished ? &*polished : search.incumbent().has() ? &search.incumbent().best() : nullptr;
   result.memory_limit_bytes = limit.bytes;
