@@ -106,6 +106,15 @@ bool Evaluator::compute_order(const Candidate& c, Simulator& sim, Programs& orde
   return true;
 }
 
+bool same_structure(const Candidate& a, const Candidate& b) {
+  return a.ends == b.ends && a.device == b.device && a.recompute == b.recompute;
+}
+
+std::string with_order_tag(const std::string& name, std::string_view tag) {
+  if (name.ends_with(tag)) return name;
+  return name.empty() ? std::string(tag) : fmt::format("{}, {}", name, tag);
+}
+
 bool same_schedule(const Candidate& a, const Candidate& b) {
   if (a.order && b.order) return *a.order == *b.order && a.without_order() == b.without_order();
   return a == b;

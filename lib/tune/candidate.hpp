@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/inputs.hpp"
@@ -47,6 +48,13 @@ struct Candidate {
 
 /// Two candidates that are scheduled alike (an explicit order compared by its ops, not by pointer).
 [[nodiscard]] bool same_schedule(const Candidate& a, const Candidate& b);
+
+/// Two candidates of the same partition, placement and recompute choice (however scheduled).
+[[nodiscard]] bool same_structure(const Candidate& a, const Candidate& b);
+
+/// An explicit order's name with `tag` (what re-scheduled it) appended after ", ", unless the name
+/// already ends with it; `tag` alone for an empty name.
+[[nodiscard]] std::string with_order_tag(const std::string& name, std::string_view tag);
 
 /// What the search compares.
 struct Evaluation {

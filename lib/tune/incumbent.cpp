@@ -16,9 +16,8 @@ Incumbent::Incumbent(std::vector<std::string> sources) {
 }
 
 void Incumbent::keep_elite(const Scored& s) {
-  const auto same = std::find_if(elite_.begin(), elite_.end(), [&](const Scored& x) {
-    return x.c.ends == s.c.ends && x.c.device == s.c.device && x.c.recompute == s.c.recompute;
-  });
+  const auto same =
+      std::find_if(elite_.begin(), elite_.end(), [&](const Scored& x) { return same_structure(x.c, s.c); });
   if (same != elite_.end()) {
     if (!improves(s.e, same->e)) return;
     elite_.erase(same);

@@ -1,17 +1,35 @@
 #include "tune/polish.hpp"
 
 #include <memory>
-#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "plan/lower.hpp"
 #include "sched/justify.hpp"
 #include "sched/order_search.hpp"
 #include "sched/slack_scheduler.hpp"
 #include "sim/simulator.hpp"
 
 namespace octo {
+namespace {
+
+/// Per device, the room for activations up to the memory limit (limit − static bytes of `e`);
+/// empty without a limit. The simulator checks the result against the limit.
+std::vector<std::int64_t> activation_room(const Evaluator& ev, const Evaluation& e) {
+  std::vector<std::int64_t> room;
+  const auto limit = static_cast<std::int64_t>(ev.memory_limit_bytes());
+  if (limit > 0)
+    for (const std::int64_t s : e.static_bytes) room.push_back(limit - s);
+  return room;
+}
+
+std::int64_t op_count(const Programs& order) {
+  std::int64_t ops = 0;
+  for (const auto& program : order) ops += static_cast<std::int64_t>(program.size());
+  return ops;
+}
+
+}  // namespace
 
 Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops, std::uint64_t seed) {
   Polish out;
@@ -21,14 +39,9 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   Programs order;
   ListScheduleProblem problem;
   if (!ev.compute_order(best.c, sim, order, problem)) return out;
-  std::int64_t ops = 0;
-  for (const auto& program : order) ops += static_cast<std::int64_t>(program.size());
+  const std::int64_t ops = op_count(order);
   out.evaluated_ops = ops;
-  // Room for activations up to the memory limit (the simulator checks the result against it).
-  std::vector<std::int64_t> cap;
-  const auto limit = static_cast<std::int64_t>(ev.memory_limit_bytes());
-  if (limit > 0)
-    for (const std::int64_t s : best.e.static_bytes) cap.push_back(limit - s);
+  const std::vector<std::int64_t> cap = activation_room(ev, best.e);
   OrderSearchOptions options;
   options.max_timed_ops = max_timed_ops;
   options.seed = seed;
@@ -49,19 +62,17 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   const bool improved = justified.feasible() && justified.makespan_ms < reference * (1 - 1e-9);
   // The searched order, its runners-up and the justified order, simulated: the fastest that
   // improves on `best` is kept.
-  const std::string searched_tag = "order-searched";
-  const std::string justified_tag = searched ? "order-searched, justified" : "justified";
-  std::vector<std::pair<const Programs*, const std::string*>> orders;
-  if (improved) orders.emplace_back(&justified.programs, &justified_tag);
+  std::vector<std::pair<const Programs*, std::string_view>> orders;
+  if (improved)
+    orders.emplace_back(&justified.programs, searched ? "order-searched, justified" : "justified");
   if (searched) {
-    orders.emplace_back(&r.schedule.programs, &searched_tag);
-    for (const Programs& p : r.runners_up) orders.emplace_back(&p, &searched_tag);
+    orders.emplace_back(&r.schedule.programs, "order-searched");
+    for (const Programs& p : r.runners_up) orders.emplace_back(&p, "order-searched");
   }
   for (const auto& [programs, tag] : orders) {
     Candidate n = best.c;
     n.order = std::make_shared<Programs>(*programs);
-    if (!n.order_name.ends_with(*tag))
-      n.order_name = n.order_name.empty() ? *tag : n.order_name + ", " + *tag;
+    n.order_name = with_order_tag(n.order_name, tag);
     const Evaluation e = ev.evaluate(n, sim);
     out.evaluated_ops += ops;
     if (improves(e, out.better ? out.better->e : best.e)) out.better = Scored{std::move(n), e};
@@ -74,20 +85,16 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
   if (!top.e.ok) return out;
   Simulator sim;
   for (const Scored& s : elite) {
-    if (!s.e.ok || (s.c.ends == top.c.ends && s.c.device == top.c.device && s.c.recompute == top.c.recompute))
-      continue;
+    if (!s.e.ok || same_structure(s.c, top.c)) continue;
     if (s.e.makespan_ms <= s.e.structure_bound_ms * (1 + 1e-9)) continue;  // no order is faster
     if (static_cast<std::int64_t>(s.c.stages()) * ev.microbatches() * 3 > kMaxElitePolishOps) continue;
     if (top.e.fits_memory && !(s.e.structure_bound_ms < top.e.makespan_ms * (1 - 1e-9))) continue;
     Programs order;
     ListScheduleProblem problem;
     if (!ev.compute_order(s.c, sim, order, problem)) continue;
-    std::int64_t ops = 0;
-    for (const auto& program : order) ops += static_cast<std::int64_t>(program.size());
+    const std::int64_t ops = op_count(order);
     JustifyOptions jo;
-    const auto limit = static_cast<std::int64_t>(ev.memory_limit_bytes());
-    if (limit > 0)
-      for (const std::int64_t st : s.e.static_bytes) jo.activation_cap.push_back(limit - st);
+    jo.activation_cap = activation_room(ev, s.e);
     ListSchedule justified = justify(problem, order, jo);
     const ListSchedule slack = slack_reschedule(problem, order);
     if (slack.feasible()) {
@@ -103,8 +110,7 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
       continue;
     Candidate n = s.c;
     n.order = std::make_shared<Programs>(justified.programs);
-    if (!n.order_name.ends_with("justified"))
-      n.order_name = n.order_name.empty() ? "justified" : n.order_name + ", justified";
+    n.order_name = with_order_tag(n.order_name, "justified");
     const Evaluation e = ev.evaluate(n, sim);
     out.evaluated_ops += ops;
     if (improves(e, against)) out.better = Scored{std::move(n), e};

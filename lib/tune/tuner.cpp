@@ -99,8 +99,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   // 3b. The order search on the best plan, and the elite justified, kept when the simulator confirms it.
   std::optional<Scored> polished;
   if (search.incumbent().has() && !budget.interrupted() && !budget.past_wall_cap()) {
-    Polish pol = polish(search.incumbent().best(), *evaluator,
-                        std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units)), options.seed);
+    const std::int64_t polish_ops = std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units));
+    Polish pol = polish(search.incumbent().best(), *evaluator, polish_ops, options.seed);
     budget.charge_serial(static_cast<double>(pol.timed_ops + 3 * pol.evaluated_ops));
     polished = std::move(pol.better);
     const Polish elite = justify_elite(search.incumbent().elite(),
@@ -108,8 +108,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     budget.charge_serial(static_cast<double>(elite.timed_ops + 3 * elite.evaluated_ops));
     if (elite.better) {
       // The winner of another structure order-searched too (its own polish: it had none).
-      Polish again = polish(*elite.better, *evaluator,
-                            std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units)), options.seed);
+      Polish again = polish(*elite.better, *evaluator, polish_ops, options.seed);
       budget.charge_serial(static_cast<double>(again.timed_ops + 3 * again.evaluated_ops));
       polished = again.better ? std::move(again.better) : elite.better;
     }

@@ -35,8 +35,7 @@ class SlackMoves final : public Neighbourhood {
     if (!s.feasible() || !(s.makespan_ms < cur.e.makespan_ms * (1 - 1e-9))) return;
     Candidate n = cur.c;
     n.order = std::make_shared<Programs>(std::move(s.programs));
-    if (!n.order_name.ends_with("slack-rescheduled"))
-      n.order_name = n.order_name.empty() ? "slack-rescheduled" : n.order_name + ", slack-rescheduled";
+    n.order_name = with_order_tag(n.order_name, "slack-rescheduled");
     out.push_back(std::move(n));
   }
 };

@@ -287,6 +287,13 @@ TEST_CASE("slack moves re-schedule the whole order and beat the current plan", "
   CHECK(none.empty());
 }
 
+TEST_CASE("an order's name records what re-scheduled it, once per step in a row", "[tune]") {
+  CHECK(with_order_tag("", "justified") == "justified");
+  CHECK(with_order_tag("zb-v", "justified") == "zb-v, justified");
+  CHECK(with_order_tag("zb-v, justified", "justified") == "zb-v, justified");
+  CHECK(with_order_tag("justified, order-searched", "justified") == "justified, order-searched, justified");
+}
+
 TEST_CASE("an explicit order that cannot run is a problem, not an error", "[tune]") {
   Fixture f;
   Simulator sim;
