@@ -94,31 +94,166 @@ class Search {
   bool hit_limit_ = false;
 };
 
-}  // namespace
-
-Packing pack_items(std::span<const double> items, std::span<const double> capacities, double slack,
-                   std::int64_t node_limit, int recheck) {
-  std::vector<double> room;
-  for (double c : capacities)
-    if (c + slack >= 0) room.push_back(c + slack);
-  std::vector<double> sorted;
-  for (double x : items)
-    if (x > 0) sorted.push_back(x);
-  if (room.empty()) return items.empty() ? Packing::Feasible : Packing::Infeasible;
-  if (sorted.empty()) return Packing::Feasible;
-  std::sort(sorted.begin(), sorted.end(), std::greater<>());
-  std::sort(room.begin(), room.end(), std::greater<>());
-
-  // Volume, the largest item, and the cardinality of every prefix of the heaviest items.
+/// Volume, the largest item, the cardinality condition, then the search; `sorted` non-increasing.
+Packing decide(const std::vector<double>& sorted, const std::vector<double>& room, std::int64_t node_limit,
+               int recheck) {
   if (std::accumulate(sorted.begin(), sorted.end(), 0.0) > std::accumulate(room.begin(), room.end(), 0.0))
     return Packing::Infeasible;
   if (sorted.front() > room.front()) return Packing::Infeasible;
   std::vector<double> prefix(sorted.size() + 1, 0.0);
   for (std::size_t i = 0; i < sorted.size(); ++i) prefix[i + 1] = prefix[i] + sorted[i];
   if (!cardinality_holds(prefix, 0, room)) return Packing::Infeasible;
-  return Search(std::move(sorted), std::move(room), node_limit,
-                static_cast<std::size_t>(std::max(recheck, 0)))
-      .run();
+  return Search(sorted, room, node_limit, static_cast<std::size_t>(std::max(recheck, 0))).run();
+}
+
+/// pack_by_counts on `sorted` (non-increasing). Bins are filled one at a time, the largest room first; a
+/// state is what is left of each group (remaining counts, at most kMaxCountStates of them), a bin takes only
+/// maximal counts (a state with fewer items left is never harder to finish), and a state whose smallest
+/// possible remaining work exceeds the rooms left is dropped. Infeasible when no state survives the last bin;
+/// Feasible when the all-placed state does and every group is of identical items (the charges are
+/// then exact); otherwise, or past `work_limit` counts tried, Unknown.
+class CountPacking {
+ public:
+  CountPacking(const std::vector<double>& sorted, double spread) {
+    for (std::size_t i = 0; i < sorted.size();) {
+      std::size_t j = i;
+      while (j + 1 < sorted.size() && sorted[j + 1] * (1 + spread) >= sorted[i]) ++j;
+      std::vector<double> least{0.0};  // least[c]: the c smallest of the group
+      for (std::size_t k = j + 1; k-- > i;) least.push_back(least.back() + sorted[k]);
+      exact_ = exact_ && sorted[i] == sorted[j];
+      least_.push_back(std::move(least));
+      i = j + 1;
+    }
+  }
+
+  [[nodiscard]] std::size_t groups() const { return least_.size(); }
+
+  [[nodiscard]] Packing run(std::vector<double> room, std::int64_t work_limit) {
+    std::sort(room.begin(), room.end(), std::greater<>());
+    const std::size_t G = least_.size();
+    radix_.assign(G, 1);
+    std::size_t states = 1;
+    for (std::size_t g = 0; g < G; ++g) {
+      radix_[g] = states;
+      const std::size_t n = least_[g].size();  // counts 0 .. n − 1
+      if (states > kMaxCountStates / n) return Packing::Unknown;
+      states *= n;
+    }
+    std::vector<double> room_after(room.size() + 1, 0.0);  // Σ of the rooms of the bins after b
+    for (std::size_t b = room.size(); b-- > 0;) room_after[b] = room_after[b + 1] + room[b];
+    std::vector<int> seen(states, -1);
+    std::vector<std::size_t> frontier{states - 1}, next;  // everything left
+    std::vector<int> left(G), take(G);
+    work_ = 0;
+    limit_ = work_limit;
+    for (std::size_t b = 0; b < room.size(); ++b) {
+      next.clear();
+      for (const std::size_t state : frontier) {
+        decode(state, left);
+        bin_ = static_cast<int>(b);
+        fill(0, room[b], left, take, room_after[b + 1], seen, next);
+        if (work_ > limit_) return Packing::Unknown;
+      }
+      frontier.swap(next);
+      if (frontier.empty()) return Packing::Infeasible;
+    }
+    const bool done = std::find(frontier.begin(), frontier.end(), std::size_t{0}) != frontier.end();
+    return done && exact_ ? Packing::Feasible : Packing::Unknown;
+  }
+
+ private:
+  static constexpr std::size_t kMaxCountStates = 1u << 20;
+
+  void decode(std::size_t state, std::vector<int>& left) const {
+    for (std::size_t g = least_.size(); g-- > 0;) {
+      left[g] = static_cast<int>(state / radix_[g]);
+      state %= radix_[g];
+    }
+  }
+
+  /// Counts for groups g.. of the bin being filled, with `room` left in it; each maximal choice's
+  /// state, when the rooms after it can still hold its least remaining work, goes to `next`.
+  void fill(std::size_t g, double room, const std::vector<int>& left, std::vector<int>& take, double after,
+            std::vector<int>& seen, std::vector<std::size_t>& next) {
+    if (++work_ > limit_) return;
+    if (g == least_.size()) {
+      std::size_t state = 0;
+      double rest = 0;
+      for (std::size_t h = 0; h < least_.size(); ++h) {
+        const auto c = static_cast<std::size_t>(take[h]), l = static_cast<std::size_t>(left[h]);
+        // Maximal: no group can add one more item.
+        if (c < l && least_[h][c + 1] - least_[h][c] <= room) return;
+        state += (l - c) * radix_[h];
+        rest += least_[h][l - c];
+      }
+      if (rest > after * (1 + 1e-12) + 1e-12) return;
+      if (seen[state] == bin_) return;
+      seen[state] = bin_;
+      next.push_back(state);
+      return;
+    }
+    for (int c = left[g]; c >= 0; --c) {
+      const double used = least_[g][static_cast<std::size_t>(c)];
+      if (used > room) continue;
+      take[g] = c;
+      fill(g + 1, room - used, left, take, after, seen, next);
+      if (work_ > limit_) return;
+    }
+  }
+
+  std::vector<std::vector<double>> least_;
+  std::vector<std::size_t> radix_;
+  bool exact_ = true;
+  std::int64_t work_ = 0, limit_ = 0;
+  int bin_ = 0;
+};
+
+/// Positive rooms (capacity + slack) and positive items, sorted non-increasing.
+void prepare(std::span<const double> items, std::span<const double> capacities, double slack,
+             std::vector<double>& sorted, std::vector<double>& room) {
+  for (double c : capacities)
+    if (c + slack >= 0) room.push_back(c + slack);
+  for (double x : items)
+    if (x > 0) sorted.push_back(x);
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  std::sort(room.begin(), room.end(), std::greater<>());
+}
+
+/// The spreads at which pack_items groups items by size when the search on their real sizes gives
+/// up: coarse (few groups, few states) first.
+constexpr double kGroupSpreads[] = {0.5, 0.2, 0.1, 0.05, 0.02};
+
+}  // namespace
+
+Packing pack_items(std::span<const double> items, std::span<const double> capacities, double slack,
+                   std::int64_t node_limit, int recheck) {
+  std::vector<double> sorted, room;
+  prepare(items, capacities, slack, sorted, room);
+  if (room.empty()) return items.empty() ? Packing::Feasible : Packing::Infeasible;
+  if (sorted.empty()) return Packing::Feasible;
+  const Packing exact = decide(sorted, room, node_limit, recheck);
+  if (exact != Packing::Unknown) return exact;
+  // The search gave up, most often on many items of nearly equal but distinct sizes (26 MoE layers
+  // whose times differ by a few %), where no symmetry cut applies. Grouped by size and decided by
+  // counts (CountPacking), the same items are a few groups, whose packings by count are few.
+  std::size_t groups = 0;
+  for (const double spread : kGroupSpreads) {
+    CountPacking counts(sorted, spread);
+    if (counts.groups() == groups) continue;
+    groups = counts.groups();
+    const Packing p = counts.run(room, node_limit);
+    if (p != Packing::Unknown) return p;
+  }
+  return Packing::Unknown;
+}
+
+Packing pack_by_counts(std::span<const double> items, std::span<const double> capacities, double slack,
+                       double spread, std::int64_t work_limit) {
+  std::vector<double> sorted, room;
+  prepare(items, capacities, slack, sorted, room);
+  if (room.empty()) return items.empty() ? Packing::Feasible : Packing::Infeasible;
+  if (sorted.empty()) return Packing::Feasible;
+  return CountPacking(sorted, spread).run(room, work_limit);
 }
 
 double largest_infeasible(double lo, double hi, const std::function<bool(double)>& infeasible) {
