@@ -219,9 +219,13 @@ void prepare(std::span<const double> items, std::span<const double> capacities, 
   std::sort(room.begin(), room.end(), std::greater<>());
 }
 
+/// The work pack_items allows each count search, per node of its own search: a count is a few
+/// additions, a node of the search a pass over the bins.
+constexpr std::int64_t kCountWorkPerNode = 10;
+
 /// The spreads at which pack_items groups items by size when the search on their real sizes gives
 /// up: coarse (few groups, few states) first.
-constexpr double kGroupSpreads[] = {0.5, 0.2, 0.1, 0.05, 0.02};
+constexpr double kGroupSpreads[] = {0.2, 0.05};
 
 }  // namespace
 
@@ -241,7 +245,7 @@ Packing pack_items(std::span<const double> items, std::span<const double> capaci
     CountPacking counts(sorted, spread);
     if (counts.groups() == groups) continue;
     groups = counts.groups();
-    const Packing p = counts.run(room, node_limit);
+    const Packing p = counts.run(room, kCountWorkPerNode * node_limit);
     if (p != Packing::Unknown) return p;
   }
   return Packing::Unknown;
