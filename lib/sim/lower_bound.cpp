@@ -470,11 +470,12 @@ LowerBound quick_structure_lower_bound(const std::vector<Stage>& stages, int mic
   return structure_bound(stages, microbatches, in, false);
 }
 
+PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const LowerBound& any_plan) {
+  return PlanBounds{any_plan, structure_lower_bound(plan.stages, plan.microbatches, in)};
+}
+
 PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers) {
-  PlanBounds b;
-  b.any_plan = any_plan_lower_bound(layers, plan.microbatches);
-  b.structure = structure_lower_bound(plan.stages, plan.microbatches, in);
-  return b;
+  return plan_bounds(plan, in, any_plan_lower_bound(layers, plan.microbatches));
 }
 
 PlanBounds plan_bounds(const Plan& plan, const PlannerInputs& inputs) {

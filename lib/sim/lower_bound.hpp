@@ -78,6 +78,9 @@ struct PlanBounds {
   LowerBound structure;
 };
 
+/// The bounds of `plan` where its any-plan bound is known (it depends only on the inputs, so a caller
+/// that bounds many plans of one model computes it once): `in` is the plan's simulator input.
+[[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const LowerBound& any_plan);
 /// The bounds of `plan`: `in` is its simulator input, `layers` the one of layer_plan(plan).
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers);
 /// Same, with both inputs built from loaded planner inputs (make_sim_input).

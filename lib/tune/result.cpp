@@ -25,8 +25,7 @@ void complete_result(TuneResult& result, const PlannerInputs& inputs, const Eval
                                       static_cast<std::int64_t>(std::llround(inputs.memory_limit_bytes)));
   result.sim = simulate(result.plan, sim_input);
   result.plan.predicted = predict(result.sim, result.plan);
-  result.bounds =
-      PlanBounds{any_plan, structure_lower_bound(result.plan.stages, inputs.microbatches, sim_input)};
+  result.bounds = plan_bounds(result.plan, sim_input, any_plan);
   add_lower_bounds(*result.plan.predicted, result.bounds);
   result.summary = summarize("octopipe", result.plan);
   if (result.best_baseline_ms > 0 && result.sim.makespan_ms > 0)
