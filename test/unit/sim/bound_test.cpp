@@ -223,6 +223,26 @@ bool packs(const std::vector<double>& items, std::vector<double> caps, std::size
   return false;
 }
 
+/// A random packing instance: up to `max_items` items of integer size 1 .. 9 (many identical) in 1 .. 4
+/// bins of integer capacity 0 .. 16, with whether it packs (brute force).
+struct PackingCase {
+  std::vector<double> items, caps;
+  bool truth = false;
+};
+
+PackingCase random_packing(std::mt19937& rng, int max_items) {
+  std::uniform_int_distribution<int> count(0, max_items), bins(1, 4), size(1, 9);
+  PackingCase c;
+  c.items.resize(static_cast<std::size_t>(count(rng)));
+  for (double& x : c.items) x = size(rng);
+  c.caps.resize(static_cast<std::size_t>(bins(rng)));
+  for (double& cap : c.caps) cap = std::uniform_int_distribution<int>(0, 16)(rng);
+  std::vector<double> sorted = c.items;
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  c.truth = packs(sorted, c.caps);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound][property]") {
@@ -321,14 +341,7 @@ TEST_CASE("coarse layers: the granularity is the pigeonhole count, far above the
 TEST_CASE("packing agrees with brute force", "[bound][packing]") {
   std::mt19937 rng(7);
   for (int iter = 0; iter < 400; ++iter) {
-    std::uniform_int_distribution<int> count(0, 8), bins(1, 4), size(1, 9);
-    std::vector<double> items(static_cast<std::size_t>(count(rng)));
-    for (double& x : items) x = size(rng);
-    std::vector<double> caps(static_cast<std::size_t>(bins(rng)));
-    for (double& c : caps) c = std::uniform_int_distribution<int>(0, 16)(rng);
-    std::vector<double> sorted = items;
-    std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    const bool truth = packs(sorted, caps);
+    const auto [items, caps, truth] = random_packing(rng, 8);
     const Packing got = pack_items(items, caps, 1e-9);
     INFO("iteration " << iter);
     CHECK(got != Packing::Unknown);
@@ -385,14 +398,7 @@ TEST_CASE("packing by counts agrees with brute force", "[bound][packing]") {
   int exact_decided = 0, proven = 0, infeasible = 0;
   for (int iter = 0; iter < 300; ++iter) {
     // Integer sizes (many identical), and the same items a few % apart.
-    std::uniform_int_distribution<int> count(0, 9), bins(1, 4), size(1, 9);
-    std::vector<double> items(static_cast<std::size_t>(count(rng)));
-    for (double& x : items) x = size(rng);
-    std::vector<double> caps(static_cast<std::size_t>(bins(rng)));
-    for (double& c : caps) c = std::uniform_int_distribution<int>(0, 16)(rng);
-    std::vector<double> sorted = items;
-    std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    const bool truth = packs(sorted, caps);
+    const auto [items, caps, truth] = random_packing(rng, 9);
     INFO("iteration " << iter);
     // Groups of identical items: exact.
     const Packing exact = pack_by_counts(items, caps, 1e-9, 0, 1'000'000);
