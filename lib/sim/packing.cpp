@@ -223,6 +223,9 @@ void prepare(std::span<const double> items, std::span<const double> capacities, 
 /// additions, a node of the search a pass over the bins.
 constexpr std::int64_t kCountWorkPerNode = 10;
 
+/// The most bins for which pack_items tries the count search.
+constexpr std::size_t kMaxCountBins = 16;
+
 /// The spreads at which pack_items groups items by size when the search on their real sizes gives
 /// up: coarse (few groups, few states) first.
 constexpr double kGroupSpreads[] = {0.2, 0.05};
@@ -240,6 +243,8 @@ Packing pack_items(std::span<const double> items, std::span<const double> capaci
   // The search gave up, most often on many items of nearly equal but distinct sizes (26 MoE layers
   // whose times differ by a few %), where no symmetry cut applies. Grouped by size and decided by
   // counts (CountPacking), the same items are a few groups, whose packings by count are few.
+  // Its work grows with the bins: above kMaxCountBins (PP 32 and more) it cost minutes per report.
+  if (room.size() > kMaxCountBins) return Packing::Unknown;
   std::size_t groups = 0;
   for (const double spread : kGroupSpreads) {
     CountPacking counts(sorted, spread);
