@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 namespace octo {
 namespace {
@@ -208,15 +209,19 @@ class CountPacking {
   int bin_ = 0;
 };
 
-/// Positive rooms (capacity + slack) and positive items, sorted non-increasing.
-void prepare(std::span<const double> items, std::span<const double> capacities, double slack,
-             std::vector<double>& sorted, std::vector<double>& room) {
+/// Positive rooms (capacity + slack) and positive items, sorted non-increasing; the verdict when
+/// there is nothing to search (no bin, or no item of positive size), else none.
+std::optional<Packing> prepare(std::span<const double> items, std::span<const double> capacities,
+                               double slack, std::vector<double>& sorted, std::vector<double>& room) {
   for (double c : capacities)
     if (c + slack >= 0) room.push_back(c + slack);
   for (double x : items)
     if (x > 0) sorted.push_back(x);
+  if (room.empty()) return items.empty() ? Packing::Feasible : Packing::Infeasible;
+  if (sorted.empty()) return Packing::Feasible;
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   std::sort(room.begin(), room.end(), std::greater<>());
+  return std::nullopt;
 }
 
 /// The work pack_items allows each count search, per node of its own search: a count is a few
@@ -235,9 +240,7 @@ constexpr double kGroupSpreads[] = {0.2, 0.05};
 Packing pack_items(std::span<const double> items, std::span<const double> capacities, double slack,
                    std::int64_t node_limit, int recheck) {
   std::vector<double> sorted, room;
-  prepare(items, capacities, slack, sorted, room);
-  if (room.empty()) return items.empty() ? Packing::Feasible : Packing::Infeasible;
-  if (sorted.empty()) return Packing::Feasible;
+  if (const auto trivial = prepare(items, capacities, slack, sorted, room)) return *trivial;
   const Packing exact = decide(sorted, room, node_limit, recheck);
   if (exact != Packing::Unknown) return exact;
   // The search gave up, most often on many items of nearly equal but distinct sizes (26 MoE layers
@@ -259,9 +262,7 @@ Packing pack_items(std::span<const double> items, std::span<const double> capaci
 Packing pack_by_counts(std::span<const double> items, std::span<const double> capacities, double slack,
                        double spread, std::int64_t work_limit) {
   std::vector<double> sorted, room;
-  prepare(items, capacities, slack, sorted, room);
-  if (room.empty()) return items.empty() ? Packing::Feasible : Packing::Infeasible;
-  if (sorted.empty()) return Packing::Feasible;
+  if (const auto trivial = prepare(items, capacities, slack, sorted, room)) return *trivial;
   return CountPacking(sorted, spread).run(room, work_limit);
 }
 
