@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <optional>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -30,8 +31,8 @@ int parse_int(const std::string& text, const std::string& whole) {
   } catch (const std::exception&) {
   }
   fail(
-      "OCTO_EXEC_FAULT={}: '{}' is not a non-negative integer (expected throw|kill:RANK:OP[:STEP] or "
-      "kill:RANK:save:STEP)",
+      "OCTO_EXEC_FAULT={}: '{}' is not a non-negative integer (expected throw|kill:RANK:OP[:STEP], "
+      "kill:RANK:OP:STEP:DELAY_MS or kill:RANK:save:STEP)",
       whole, text);
 }
 
@@ -87,8 +88,12 @@ FaultInjection FaultInjection::parse(const std::string& text) {
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
-  if (parts.size() < 3 || parts.size() > 4 || (parts[0] != "throw" && parts[0] != "kill"))
-    fail("OCTO_EXEC_FAULT={}: expected throw|kill:RANK:OP[:STEP] or kill:RANK:save:STEP", text);
+  if (parts.size() < 3 || parts.size() > 5 || (parts[0] != "throw" && parts[0] != "kill") ||
+      (parts.size() == 5 && (parts[0] != "kill" || parts[2] == "save")))
+    fail(
+        "OCTO_EXEC_FAULT={}: expected throw|kill:RANK:OP[:STEP], kill:RANK:OP:STEP:DELAY_MS or "
+        "kill:RANK:save:STEP",
+        text);
   f.kind = parts[0] == "throw" ? Kind::Throw : Kind::Kill;
   f.rank = parse_int(parts[1], text);
   if (parts[2] == "save") {
@@ -100,7 +105,8 @@ FaultInjection FaultInjection::parse(const std::string& text) {
     return f;
   }
   f.op = parse_int(parts[2], text);
-  f.step = parts.size() == 4 ? parse_int(parts[3], text) : 0;
+  f.step = parts.size() >= 4 ? parse_int(parts[3], text) : 0;
+  f.delay_ms = parts.size() == 5 ? parse_int(parts[4], text) : 0;
   return f;
 }
 
@@ -329,7 +335,11 @@ void Runtime::run_op(StepState& st, std::size_t index) {
   if (!st.eval && options_.fault.kind != FaultInjection::Kind::None && options_.fault.rank == rank_ &&
       options_.fault.step == st.step && options_.fault.op == static_cast<int>(index)) {
     if (options_.fault.kind == FaultInjection::Kind::Kill) {
-      log::warn("exec", "fault injection: killing rank {} at op {}", rank_, index);
+      log::warn("exec", "fault injection: killing rank {} at op {}{}", rank_, index,
+                options_.fault.delay_ms > 0 ? fmt::format(" in {} ms", options_.fault.delay_ms) : "");
+      // The delay lets the peers reach the collective they share with this rank first, so that
+      // what they report waiting for does not depend on how fast mpirun reacts (tests).
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.fault.delay_ms));
       std::raise(SIGKILL);
     }
     fail("fault injection (OCTO_EXEC_FAULT)");

@@ -80,8 +80,9 @@ struct FaultInjection {
   int op = 0;  ///< -1 with at_save
   std::int64_t step = 0;
   bool at_save = false;
-  /// "throw:RANK:OP[:STEP]", "kill:RANK:OP[:STEP]" or "kill:RANK:save:STEP" (the OCTO_EXEC_FAULT
-  /// variable); throws octo::Error for anything else.
+  int delay_ms = 0;  ///< a kill waits this long at the op first (its peers block meanwhile)
+  /// "throw:RANK:OP[:STEP]", "kill:RANK:OP[:STEP]", "kill:RANK:OP:STEP:DELAY_MS" or
+  /// "kill:RANK:save:STEP" (the OCTO_EXEC_FAULT variable); throws octo::Error for anything else.
   [[nodiscard]] static FaultInjection parse(const std::string& text);
 };
 

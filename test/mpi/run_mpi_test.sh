@@ -246,7 +246,10 @@ killed-rank-tp | killed-rank-ep)
   # A rank SIGKILLed in step 1 while its tensor (TP 2 x PP 2) or expert (EP 2 x DP 2 x PP 2) peer
   # computes: the peer blocks inside that group's collective, mpirun ends the job at once, and the
   # peer's SIGTERM report (exec/wait_report.hpp) names the group, its ranks and the collective,
-  # while mpirun names the rank that died — well before the 20 s timeout, not a hang.
+  # while mpirun names the rank that died — well before the 20 s timeout, not a hang. Rank 1 waits
+  # 500 ms at its op before it dies, so that rank 0 is surely inside the collective they share, not
+  # still waiting for its pipeline neighbour (which it did at times under load when rank 1 died at
+  # once, and then named the pipeline group: a race with how fast mpirun reacts).
   if [ "$case_name" = killed-rank-tp ]; then
     baseline 1f1b 2 "$dir/plan.json" --tp 2
     group="tensor group of rank 0 (ranks 0, 1): all_reduce of"
@@ -255,7 +258,7 @@ killed-rank-tp | killed-rank-ep)
     group="expert group of rank 0 (ranks 0, 1): all_to_all_v of"
   fi
   start=$(date +%s)
-  OCTO_EXEC_FAULT=kill:1:3:1 mpirun_n 4 -x OCTO_EXEC_FAULT "$octorun" "$dir/plan.json" --steps 3 --timeout 20 \
+  OCTO_EXEC_FAULT=kill:1:3:1:500 mpirun_n 4 -x OCTO_EXEC_FAULT "$octorun" "$dir/plan.json" --steps 3 --timeout 20 \
     >"$dir/out.log" 2>&1 </dev/null
   rc=$?
   elapsed=$(($(date +%s) - start))

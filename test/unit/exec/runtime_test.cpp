@@ -127,6 +127,28 @@ TEST_CASE("runtime: random partitions, placements and op orders reproduce the se
   }
 }
 
+TEST_CASE("runtime: OCTO_EXEC_FAULT is parsed field by field, and malformed ones are refused",
+          "[exec][runtime]") {
+  const FaultInjection k = FaultInjection::parse("kill:3:7:2:250");
+  CHECK(k.kind == FaultInjection::Kind::Kill);
+  CHECK(k.rank == 3);
+  CHECK(k.op == 7);
+  CHECK(k.step == 2);
+  CHECK(k.delay_ms == 250);
+  CHECK_FALSE(k.at_save);
+  const FaultInjection t = FaultInjection::parse("throw:1:2");
+  CHECK(t.kind == FaultInjection::Kind::Throw);
+  CHECK(t.step == 0);
+  CHECK(t.delay_ms == 0);
+  const FaultInjection s = FaultInjection::parse("kill:1:save:4");
+  CHECK(s.at_save);
+  CHECK(s.step == 4);
+  // A delay only for a kill at an op; negative or non-numeric fields and extra fields are errors.
+  for (const char* bad : {"throw:1:2:0:5", "kill:1:save:4:5", "kill:1:2:0:5:6", "kill:1:2:0:-5", "kill:1:x",
+                          "kill:1", "stop:1:2"})
+    CHECK_THROWS_AS(FaultInjection::parse(bad), Error);
+}
+
 TEST_CASE("runtime: an exception on one rank ends every rank with the rank and op named", "[exec][runtime]") {
   const ExecPlan plan = prepare_plan(baseline("1f1b", 2), "1f1b", 2);
   RuntimeOptions options;
