@@ -99,6 +99,7 @@ std::vector<Stage> partition(const PlannerInputs& in, const BaselineOptions& o, 
 struct BoundCache {
   int p = 0, m = 0;
   std::optional<LowerBound> bound;
+  bool skip = false;  ///< no bounds at all (build_baseline_unbounded)
 };
 
 Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r, bool recompute,
@@ -140,6 +141,7 @@ Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
   const SimInput sim_input = make_sim_input(plan, in);
   const SimResult result = simulate(plan, sim_input);
   plan.predicted = predict(result, plan);
+  if (cache.skip) return plan;
   if (!cache.bound || cache.p != r.p || cache.m != r.m)
     cache = {r.p, r.m, any_plan_lower_bound(make_sim_input(layer_plan(plan), in), r.m)};
   add_lower_bounds(*plan.predicted, plan_bounds(plan, sim_input, *cache.bound));
@@ -167,6 +169,12 @@ Plan build_cached(const PlannerInputs& inputs, const BaselineOptions& options, B
 
 Plan build_baseline(const PlannerInputs& inputs, const BaselineOptions& options) {
   BoundCache cache;
+  return build_cached(inputs, options, cache);
+}
+
+Plan build_baseline_unbounded(const PlannerInputs& inputs, const BaselineOptions& options) {
+  BoundCache cache;
+  cache.skip = true;
   return build_cached(inputs, options, cache);
 }
 

@@ -44,6 +44,12 @@ struct BaselineOptions {
 /// octo::Error for anything else.
 [[nodiscard]] Plan build_baseline(const PlannerInputs& inputs, const BaselineOptions& options);
 
+/// build_baseline without the lower bounds (`predicted` has no lower_bound_ms, gap or
+/// structure bound): for callers that need only the simulation, such as whether a configuration
+/// fits the memory (tune/fit.hpp), where the any-plan bound of a large PP would cost far more than
+/// the simulation (Nemotron-H-56B at PP 33 ... 64: about 1 s each).
+[[nodiscard]] Plan build_baseline_unbounded(const PlannerInputs& inputs, const BaselineOptions& options);
+
 /// The ten baselines of `octoplan compare`: gpipe, 1f1b, interleaved, zb-h1, zb-v, each with the
 /// uniform and the balanced partition (in that order; chunks left to the schedule's default).
 [[nodiscard]] std::vector<BaselineOptions> baseline_methods();

@@ -22,7 +22,7 @@ bool fits(const PlannerInputs& in) {
   o.schedule = "1f1b";
   o.partition = PartitionKind::Balanced;
   try {
-    const Plan p = build_baseline(in, o);
+    const Plan p = build_baseline_unbounded(in, o);
     return p.predicted && p.predicted->fits_memory;
   } catch (const Error&) {
     return false;  // the configuration cannot be planned (more stages than layers, ...)

@@ -111,6 +111,25 @@ TEST_CASE("a baseline plan is complete and self-contained") {
   CHECK(back == plan);
 }
 
+TEST_CASE("a baseline without bounds is the same plan and prediction, the bounds left out") {
+  const PlannerInputs in = synthetic(4, 8);
+  for (const char* schedule : {"1f1b", "zb-v"}) {
+    const Plan with = build_baseline(in, method(schedule));
+    const Plan without = build_baseline_unbounded(in, method(schedule));
+    REQUIRE(with.predicted);
+    REQUIRE(without.predicted);
+    CHECK(with.predicted->lower_bound_ms.has_value());
+    CHECK(with.predicted->structure_lower_bound_ms.has_value());
+    CHECK_FALSE(without.predicted->lower_bound_ms.has_value());
+    CHECK_FALSE(without.predicted->structure_lower_bound_ms.has_value());
+    CHECK(without.predicted->iteration_time_ms == with.predicted->iteration_time_ms);
+    CHECK(without.predicted->fits_memory == with.predicted->fits_memory);
+    CHECK(without.predicted->max_peak_memory_bytes == with.predicted->max_peak_memory_bytes);
+    CHECK(without.stages == with.stages);
+    CHECK(without.programs == with.programs);
+  }
+}
+
 TEST_CASE("the ten baselines of compare, with unrunnable configurations recorded") {
   const std::vector<BaselineOptions> all = baseline_methods();
   REQUIRE(all.size() == 10);
