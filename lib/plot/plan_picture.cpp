@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "sim/lower_bound.hpp"
 
 namespace octo::plot {
 
@@ -87,8 +88,8 @@ Picture plan_picture(const Plan& plan, const SimResult& r, const PlanPictureOpti
   std::string line = fmt::format("iteration {:.2f} ms · bubble {:.1f} % · {:.0f} tokens/s", r.makespan_ms,
                                  100.0 * r.bubble_ratio, r.tokens_per_s);
   if (const auto bound = predicted_lower_bound(plan))
-    line +=
-        fmt::format(" · lower bound {:.2f} ms (gap {:.1f} %)", *bound, 100.0 * (r.makespan_ms / *bound - 1));
+    line += fmt::format(" · lower bound {:.2f} ms (gap {:.1f} %)", *bound,
+                        100.0 * bound_gap(r.makespan_ms, *bound));
   line += r.fits_memory ? " · fits memory" : " · EXCEEDS the memory limit";
   pic.title.push_back(line);
   pic.footnotes.push_back(fmt::format(

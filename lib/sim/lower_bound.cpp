@@ -487,9 +487,15 @@ PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib) {
                      make_sim_input(layer_plan(plan), memory_limit_gib));
 }
 
+double bound_gap(double iteration_ms, double bound_ms) {
+  if (!(bound_ms > 0)) return 0.0;
+  const double gap = iteration_ms / bound_ms - 1.0;
+  return gap < 0 && gap > -1e-9 ? 0.0 : gap;
+}
+
 void add_lower_bounds(Prediction& prediction, const PlanBounds& bounds) {
   const double t = prediction.iteration_time_ms;
-  auto gap = [t](double bound) { return bound > 0 ? t / bound - 1.0 : 0.0; };
+  auto gap = [t](double bound) { return bound_gap(t, bound); };
   auto derivation = [](const LowerBound& b) {
     BoundDerivation d;
     d.binding = b.binding;

@@ -88,6 +88,10 @@ struct PlanBounds {
 /// Same, from the inputs embedded in the plan; `memory_limit_gib` as in make_sim_input.
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib = 0);
 
+/// The gap iteration_ms / bound_ms − 1 of every report; 0 without a bound (bound_ms <= 0). A plan
+/// at its bound within rounding (relative 1e-9 below it) has gap 0, printed 0.0 %, not −0.0 %.
+[[nodiscard]] double bound_gap(double iteration_ms, double bound_ms);
+
 /// Sets the bound figures of a prediction (Plan::predicted, and through to_json the --report JSON
 /// of simulate / check): lower_bound_ms, gap (= iteration_time_ms / lower_bound_ms − 1),
 /// structure_lower_bound_ms, structure_gap and the derivations of both bounds. Reads

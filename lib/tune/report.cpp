@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/units.hpp"
+#include "sim/lower_bound.hpp"
 #include "tune/parallel_search.hpp"
 
 namespace octo {
@@ -49,8 +50,8 @@ std::string bound_line(const TuneResult& r) {
       "lower bound {:.1f} ms for any plan ({}), gap {:.1f} %; {:.1f} ms for this partition and placement "
       "({}), gap "
       "{:.1f} %\n",
-      any.ms, any.binding, 100 * (r.sim.makespan_ms / any.ms - 1), own.ms, own.binding,
-      100 * (own.ms > 0 ? r.sim.makespan_ms / own.ms - 1 : 0.0));
+      any.ms, any.binding, 100 * bound_gap(r.sim.makespan_ms, any.ms), own.ms, own.binding,
+      100 * bound_gap(r.sim.makespan_ms, own.ms));
 }
 
 /// The bound figures of the tuned plan's prediction (Prediction's lower_bound_ms ... lower_bound).
@@ -236,7 +237,7 @@ std::string format_comparison(const PlannerInputs& in, const TuneResult& r) {
     const std::string name = m.recompute && !tuned ? m.name + " (rc)" : m.name;
     const std::string speed =
         tuned ? std::string("-") : fmt::format("{:.3f}x", m.iteration_time_ms / r.summary.iteration_time_ms);
-    const double gap = r.bounds.any_plan.ms > 0 ? m.iteration_time_ms / r.bounds.any_plan.ms - 1 : 0.0;
+    const double gap = bound_gap(m.iteration_time_ms, r.bounds.any_plan.ms);
     std::string line = fmt::format("{:<26} {:>13.1f} {:>7.1f}% {:>6.1f}% {:>9} {:>5} {:>12.0f} {:>9}", name,
                                    m.iteration_time_ms, m.bubble_ratio * 100, gap * 100,
                                    gib(static_cast<double>(m.peak_memory_bytes)),
@@ -274,7 +275,7 @@ nlohmann::json comparison_json(const PlannerInputs& in, const TuneResult& r) {
                      {"fits_memory", m.fits_memory},
                      {"tokens_per_s", m.tokens_per_s},
                      {"recompute", m.recompute},
-                     {"gap", r.bounds.any_plan.ms > 0 ? m.iteration_time_ms / r.bounds.any_plan.ms - 1 : 0.0},
+                     {"gap", bound_gap(m.iteration_time_ms, r.bounds.any_plan.ms)},
                      {"speedup", m.iteration_time_ms / r.summary.iteration_time_ms}};
     if (m.without_recompute_ms)
       j["without_recompute"] = {{"iteration_time_ms", *m.without_recompute_ms},

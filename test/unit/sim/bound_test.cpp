@@ -274,6 +274,19 @@ TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound
   CHECK(tight_any > kPlans / 50);
 }
 
+TEST_CASE("the gap: iteration / bound - 1, zero at the bound within rounding, none without a bound",
+          "[bound]") {
+  CHECK(bound_gap(110.0, 100.0) == Approx(0.1));
+  CHECK(bound_gap(100.0, 100.0) == 0.0);
+  // One ulp-sized shortfall reads 0 (not -0.0 %); a real one stays visible (a wrong bound).
+  const double gap = bound_gap(100.0 * (1 - 1e-13), 100.0);
+  CHECK(gap == 0.0);
+  CHECK_FALSE(std::signbit(gap));
+  CHECK(bound_gap(99.0, 100.0) == Approx(-0.01));
+  CHECK(bound_gap(50.0, 0.0) == 0.0);
+  CHECK(bound_gap(50.0, -1.0) == 0.0);
+}
+
 TEST_CASE("bounds of hand-derived cases", "[bound]") {
   // p stages in sequence, F = B = W = 1 per stage, free transfers. With m >= p micro-batches
   // every schedule of this structure takes at least 3m + p − 1 (the last device cannot start
