@@ -181,8 +181,8 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       // the busiest device's work is most of the iteration. (Where it is not evener, e.g. 26 equal
       // MoE layers on 16 devices, it only cost budget: coarse MoE PP 16 m64 799.1 -> 820.5 ms.)
       const Layout packed = packed_layout(work, p);
-      const auto busiest = [&](const std::vector<int>& ends, const std::vector<int>& map) {
-        const std::vector<double> w = device_work(work, ends, map, p);
+      const auto busiest = [&](const std::vector<int>& stage_ends, const std::vector<int>& map) {
+        const std::vector<double> w = device_work(work, stage_ends, map, p);
         return *std::max_element(w.begin(), w.end());
       };
       double evenest = std::numeric_limits<double>::infinity();
