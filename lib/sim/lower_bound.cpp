@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "sim/one_machine.hpp"
 #include "sim/packing.hpp"
+#include "sim/suffix_packing.hpp"
 #include "sim/window_assignment.hpp"
 
 namespace octo {
@@ -269,6 +270,15 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
     window_hi += r_max + q_max + m * 2 * o;
   }
 
+  // The layers' one-machine windows of the layer_suffix term: F and B work after the forward below
+  // the layer and before the backward below it (then W of layer 0); W work after the forward below.
+  std::vector<double> release(N), tail_after(N);
+  for (std::size_t l = 0; l < N; ++l) {
+    release[l] = L.f_before[l];
+    tail_after[l] = L.b_before[l] + L.w[0];
+  }
+  const SuffixLayers suffix{release, tail_after, fb, all, m * 2 * o};
+
   LowerBound best;
   best.ms = kInf;
   for (int k = std::min(in.devices, n); k >= 1; --k) {
@@ -338,6 +348,13 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
     terms.push_back({"window_ramps",
                      window_assignment_bound(jobs, n, joint, k, kHeavyLayers, windows,
                                              std::min(best.ms, std::max(windows, window_hi) + 1e-9), ramps)});
+    // Each device's layers as one-machine jobs, each layer's F and B work within its own window
+    // (sim/suffix_packing.hpp): from the largest term so far, up to the best bound of the counts
+    // before (this k cannot lower the minimum above it).
+    double so_far = 0;
+    for (const BoundTerm& t : terms) so_far = std::max(so_far, t.ms);
+    terms.push_back(
+        {"layer_suffix", so_far >= best.ms ? so_far : suffix_packing_bound(suffix, k, so_far, best.ms)});
     LowerBound lb = finish(std::move(terms), k);
     if (lb.ms < best.ms) best = std::move(lb);
   }

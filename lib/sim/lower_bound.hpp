@@ -11,7 +11,9 @@
 ///   granularity; the wait for the first backward to reach a device; every layer's work inside
 ///   every window of release and tail times (layer_windows), and one assignment of whole layers to
 ///   the device ranks for all windows at once, each rank's windows shortened by its ramps
-///   (window_ramps, sim/window_assignment.hpp). It is taken at the number of
+///   (window_ramps, sim/window_assignment.hpp); and one assignment of whole layers to the devices
+///   under which every device, as one machine, fits each layer's work inside that layer's window
+///   (layer_suffix, sim/suffix_packing.hpp). It is taken at the number of
 ///   devices actually used that minimises it, so it also holds for plans that leave devices empty.
 /// - structure_lower_bound: no schedule of one partition + placement + recompute choice runs
 ///   faster: the critical path of one micro-batch, and per device a one-machine relaxation of its

@@ -247,7 +247,7 @@ PackingCase random_packing(std::mt19937& rng, int max_items) {
 
 TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound][property]") {
   std::mt19937 rng(20240614);
-  int tight_any = 0, tight_structure = 0, joint_binds = 0;
+  int tight_any = 0, tight_structure = 0, joint_binds = 0, suffix_binds = 0;
   constexpr int kPlans = 10000;
   for (int iter = 0; iter < kPlans; ++iter) {
     const Case c = random_case(rng);
@@ -266,9 +266,12 @@ TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound
     tight_any += any.ms >= makespan * (1 - 1e-9);
     tight_structure += structure.ms >= makespan * (1 - 1e-9);
     joint_binds += any.binding == "window_ramps";
+    suffix_binds += any.binding == "layer_suffix";
   }
-  // The joint window term is exercised: in some plans it is the one that binds.
+  // The joint window and the suffix terms are exercised: in some plans each is the one that binds.
+  INFO(joint_binds << " plans bound by window_ramps, " << suffix_binds << " by layer_suffix");
   CHECK(joint_binds > 0);
+  CHECK(suffix_binds > 0);
   // Not vacuous: a good share of the (greedy) plans are provably optimal.
   CHECK(tight_structure > kPlans / 20);
   CHECK(tight_any > kPlans / 50);
