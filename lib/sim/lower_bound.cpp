@@ -272,12 +272,9 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
 
   // The layers' one-machine windows of the layer_suffix term: F and B work after the forward below
   // the layer and before the backward below it (then W of layer 0); W work after the forward below.
-  std::vector<double> release(N), tail_after(N);
-  for (std::size_t l = 0; l < N; ++l) {
-    release[l] = L.f_before[l];
-    tail_after[l] = L.b_before[l] + L.w[0];
-  }
-  const SuffixLayers suffix{release, tail_after, fb, all, m * 2 * o};
+  std::vector<double> tail_after(N);
+  for (std::size_t l = 0; l < N; ++l) tail_after[l] = L.b_before[l] + L.w[0];
+  const SuffixLayers suffix{std::span<const double>(L.f_before).first(N), tail_after, fb, all, m * 2 * o};
 
   LowerBound best;
   best.ms = kInf;

@@ -126,17 +126,15 @@ Packing suffix_pack(const SuffixLayers& layers, int devices, double T, std::int6
 double suffix_packing_bound(const SuffixLayers& layers, int devices, double lo, double cap,
                             std::int64_t node_limit) {
   check_suffix_layers(layers, devices);
-  // One device holding everything meets every condition at the largest of its suffix sums.
+  // One device holding everything meets every condition at the largest of its suffix sums (the
+  // sums from layer 0 with its op overheads included).
   double one = 0, fb = 0, all = 0;
   for (std::size_t l = layers.fb.size(); l-- > 0;) {
     fb += layers.fb[l];
     all += layers.all[l];
     one = std::max({one, layers.release[l] + layers.tail[l] + fb, layers.release[l] + all});
   }
-  if (!layers.fb.empty())
-    one = std::max({one, layers.release[0] + layers.tail[0] + fb, layers.release[0] + all}) +
-          layers.device_fixed;
-  const double hi = std::max(lo, std::min(cap, one + 1e-9));
+  const double hi = std::max(lo, std::min(cap, one + layers.device_fixed + 1e-9));
   return largest_infeasible(
       lo, hi, [&](double T) { return suffix_pack(layers, devices, T, node_limit) == Packing::Infeasible; });
 }
