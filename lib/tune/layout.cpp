@@ -95,6 +95,8 @@ struct Refiner {
   /// 0: single boundary moves; 1: also pairs of boundaries (O(S²) per step); 2: also runs of
   /// boundaries shifted together (O(S³) per step).
   int depth = 2;
+  /// Work units (stage sums + device terms evaluated) after which the descent stops.
+  std::int64_t work_limit = kBalanceWorkLimit;
 
   /// The per-device sums of one partition: work, static bytes, warm-up offset (-1: no stage).
   struct Sums {
@@ -132,8 +134,8 @@ struct Refiner {
     return o;
   }
 
-  /// Refines `ends` in place; returns its objective.
-  BalanceScore refine(std::vector<int>& ends) const {
+  /// Refines `ends` in place; returns its objective. Adds the work units spent to `work`.
+  BalanceScore refine(std::vector<int>& ends, std::int64_t& work) const {
     const int S = static_cast<int>(stage_device.size());
     const double tol = 1e-9 * std::max(1.0, work_prefix.back());
     // The stages of every device, in pipeline order (flat, CSR style).
@@ -154,7 +156,10 @@ struct Refiner {
     const auto D = static_cast<std::size_t>(devices);
     Sums cur{std::vector<double>(D), std::vector<double>(D), std::vector<double>(D)};
     Sums trial_sums = cur;
+    const std::int64_t start_work = work;
+    auto exhausted = [&] { return work - start_work >= work_limit; };
     auto full = [&](const std::vector<int>& e, Sums& out) {
+      work += S + static_cast<std::int64_t>(D);
       for (std::size_t d = 0; d < D; ++d) device_sums(e, stages_of(d), d, out);
       return objective(out);
     };
@@ -163,6 +168,7 @@ struct Refiner {
     auto single = [&](const std::vector<int>& e, int b) {
       const auto da = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(b)]),
                  db = static_cast<std::size_t>(stage_device[static_cast<std::size_t>(b) + 1]);
+      work += static_cast<std::int64_t>(stages_of(da).size() + (db != da ? stages_of(db).size() : 0) + D);
       device_sums(e, stages_of(da), da, trial_sums);
       if (db != da) device_sums(e, stages_of(db), db, trial_sums);
       return objective(cur, &trial_sums, da, db);
@@ -176,8 +182,9 @@ struct Refiner {
     BalanceScore current = full(ends, cur);
     std::vector<int> trial = ends, best_ends;
     best_ends.reserve(ends.size());
-    // Steepest descent; every accepted step strictly improves the objective, so the loop ends.
-    for (int guard = 0; guard < 100000; ++guard) {
+    // Steepest descent; every accepted step strictly improves the objective, so the loop ends. A
+    // step cut short by the work limit still takes the best move it has seen.
+    for (int guard = 0; guard < 100000 && !exhausted(); ++guard) {
       BalanceScore best = current;
       bool found = false;
       auto take = [&](const BalanceScore& o, const std::vector<int>& e) {
@@ -187,7 +194,9 @@ struct Refiner {
           found = true;
         }
       };
-      auto offer = [&](const std::vector<int>& e) { take(full(e, trial_sums), e); };
+      auto offer = [&](const std::vector<int>& e) {
+        if (!exhausted()) take(full(e, trial_sums), e);
+      };
       for (int b = 0; b + 1 < S; ++b) {
         for (int step = -max_step; step <= max_step; ++step) {
           if (step == 0) continue;
@@ -198,7 +207,7 @@ struct Refiner {
       }
       if (!found && depth >= 1) {
         // Stuck: two boundaries at once, one layer each.
-        for (int b = 0; b + 1 < S; ++b)
+        for (int b = 0; b + 1 < S && !exhausted(); ++b)
           for (int sb : {-1, 1}) {
             trial[static_cast<std::size_t>(b)] += sb;
             if (valid(trial, b))
@@ -215,7 +224,7 @@ struct Refiner {
         // Still stuck: shift a run of boundaries lo..hi together by one layer. Stage lo gives a
         // layer to stage hi+1 (or takes one from it) and the stages in between slide by a layer:
         // an ejection chain across devices.
-        for (int lo = 0; lo + 1 < S; ++lo)
+        for (int lo = 0; lo + 1 < S && !exhausted(); ++lo)
           for (int d : {-1, 1})
             for (int hi = lo; hi + 1 < S; ++hi) {
               for (int b = lo; b <= hi; ++b) trial[static_cast<std::size_t>(b)] += d;
@@ -270,7 +279,8 @@ DeviceBalancer::DeviceBalancer(std::span<const double> layer_work, int stages, i
   minmax_ = min_max_split(layer_work, stages);
 }
 
-std::vector<int> DeviceBalancer::balance(std::span<const int> stage_device, bool thorough) const {
+std::vector<int> DeviceBalancer::balance(std::span<const int> stage_device, bool thorough,
+                                         std::int64_t* work) const {
   const int S = static_cast<int>(stage_device.size());
   if (S != stages_) fail("balanced partition: a map of {} stages for a balancer of {}", S, stages_);
   for (int d : stage_device)
@@ -284,13 +294,16 @@ std::vector<int> DeviceBalancer::balance(std::span<const int> stage_device, bool
         1.0 / std::max(count[static_cast<std::size_t>(stage_device[static_cast<std::size_t>(s)])], 1);
   const double tol = 1e-9 * std::max(1.0, work_prefix_.back());
 
-  // Two starts, each refined; the better one wins (the min-max split on ties).
-  const Refiner refiner{work_prefix_, bytes_prefix_, f_prefix_, stage_device,    devices_,
-                        max_step_,    limit_,        warmup_,   thorough ? 2 : 0};
+  // Two starts, each refined (each up to the work limit); the better one wins (the min-max split
+  // on ties).
+  const Refiner refiner{work_prefix_, bytes_prefix_, f_prefix_, stage_device,     devices_,
+                        max_step_,    limit_,        warmup_,   thorough ? 2 : 0, kBalanceWorkLimit};
+  std::int64_t spent = 0;
   std::vector<int> a = minmax_;
-  const BalanceScore oa = refiner.refine(a);
+  const BalanceScore oa = refiner.refine(a, spent);
   std::vector<int> b = targeted_split(work_, stage_device, devices_, even);
-  const BalanceScore ob = refiner.refine(b);
+  const BalanceScore ob = refiner.refine(b, spent);
+  if (work) *work += spent;
   return better_balance(ob, oa, tol) ? b : a;
 }
 

@@ -46,7 +46,8 @@ bool better_map_bound(const MapBound& a, const MapBound& b) {
   return better_balance({0, a.ms, a.sumsq}, {0, b.ms, b.sumsq}, 1e-9 * std::max(1.0, b.ms));
 }
 
-MapSearch descend_map(const MapCosts& costs, std::span<const int> start_map, int max_steps, int max_trials) {
+MapSearch descend_map(const MapCosts& costs, std::span<const int> start_map, int max_steps, int max_trials,
+                      std::int64_t max_work) {
   const int S = static_cast<int>(start_map.size());
   const int p = costs.devices;
   std::vector<int> count(static_cast<std::size_t>(p), 0);
@@ -60,17 +61,19 @@ MapSearch descend_map(const MapCosts& costs, std::span<const int> start_map, int
   const DeviceBalancer balancer(costs.layer_work, S, p, nullptr, costs.layer_f.empty() ? nullptr : &warm);
   MapSearch out;
   std::vector<int> map(start_map.begin(), start_map.end());
-  out.layout = Layout{balancer.balance(map, false), map};
+  out.layout = Layout{balancer.balance(map, false, &out.work), map};
   out.bound = map_bound(costs, out.layout);
   int trials = 0;
-  for (; out.steps < max_steps && trials < max_trials;) {
+  auto more = [&] { return trials < max_trials && out.work < max_work; };
+  for (; out.steps < max_steps && more();) {
     const std::vector<double> t = terms(costs, out.layout);
     const int hot = static_cast<int>(std::max_element(t.begin(), t.end()) - t.begin());
     Layout best = out.layout;
     MapBound best_bound = out.bound;
     auto consider = [&](const std::vector<int>& trial_map) {
+      if (out.work >= max_work) return;
       ++trials;
-      Layout trial{balancer.balance(trial_map, false), trial_map};
+      Layout trial{balancer.balance(trial_map, false, &out.work), trial_map};
       const MapBound b = map_bound(costs, trial);
       if (better_map_bound(b, best_bound)) {
         best_bound = b;
@@ -78,7 +81,7 @@ MapSearch descend_map(const MapCosts& costs, std::span<const int> start_map, int
       }
     };
     const std::vector<int>& cur = out.layout.device;
-    for (int s = 0; s < S && trials < max_trials; ++s) {
+    for (int s = 0; s < S && more(); ++s) {
       if (cur[static_cast<std::size_t>(s)] != hot) continue;
       std::vector<int> trial = cur;
       if (count[static_cast<std::size_t>(hot)] > 1)
@@ -102,7 +105,7 @@ MapSearch descend_map(const MapCosts& costs, std::span<const int> start_map, int
     for (int d : out.layout.device) ++count[static_cast<std::size_t>(d)];
     ++out.steps;
   }
-  Layout thorough{balancer.balance(out.layout.device, true), out.layout.device};
+  Layout thorough{balancer.balance(out.layout.device, true, &out.work), out.layout.device};
   const MapBound tb = map_bound(costs, thorough);
   if (better_map_bound(tb, out.bound)) {
     out.layout = std::move(thorough);

@@ -5,6 +5,7 @@
 /// the fixed shapes (sequential, interleaved, wave) miss, e.g. a heavy layer's device holding fewer
 /// other layers, or late-starting devices holding less work.
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -41,18 +42,24 @@ struct MapBound {
 struct MapSearch {
   Layout layout;
   MapBound bound;
-  int steps = 0;  ///< accepted moves
+  int steps = 0;          ///< accepted moves
+  std::int64_t work = 0;  ///< work units spent balancing partitions (DeviceBalancer::balance)
 };
+
+/// Most work units one descend_map spends on its trial maps: 200 M, about 0.3 s (Nemotron-H-56B at
+/// TP 8 PP 16 needs up to 65 M, the bench-bound cases under 13 M; 400 single-layer stages on 32
+/// devices up to 23 G without it).
+inline constexpr std::int64_t kMapSearchWorkLimit = 200'000'000;
 
 /// Steepest descent from `start_map` (its stage count is kept; every device must hold a stage):
 /// every step tries moving each stage of the device with the largest bound term to every other
 /// device (when that leaves it a stage) and swapping it with every stage of another device, each
 /// trial map with its per-device balanced partition (single boundary moves), and takes the lowest
 /// bound if it is lower. Stops when no move helps, after `max_steps` steps or once `max_trials`
-/// maps were tried; the result's partition is then balanced thoroughly (balance_per_device) when
-/// that lowers its bound. Never returns a bound above the start map's. Throws octo::Error for a
-/// bad map.
+/// maps were tried or once the trials' balancing has spent `max_work` work units; the result's
+/// partition is then balanced thoroughly (balance_per_device) when that lowers its bound. Never
+/// returns a bound above the start map's. Throws octo::Error for a bad map.
 [[nodiscard]] MapSearch descend_map(const MapCosts& costs, std::span<const int> start_map, int max_steps = 64,
-                                    int max_trials = 4000);
+                                    int max_trials = 4000, std::int64_t max_work = kMapSearchWorkLimit);
 
 }  // namespace octo

@@ -381,4 +381,29 @@ TEST_CASE("per-device balance and re-placement on real profiles", "[tune][layout
     }
 }
 
+TEST_CASE("per-device balance of a long model stops at its work limit", "[tune][layout]") {
+  // 400 layers of uneven work as 256 stages round-robin over 32 devices: without the limit the
+  // thorough descent spends about 180 M work units here (one step of its two-boundary moves costs
+  // about 4·S² full evaluations), and the seeding of a 400-layer model, which balances many such
+  // maps, ran for minutes.
+  const int n = 400, p = 32, S = 256;
+  std::vector<double> work(static_cast<std::size_t>(n));
+  for (int l = 0; l < n; ++l) work[static_cast<std::size_t>(l)] = 1 + (l * 7) % 5 + (l % 13 == 0 ? 6 : 0);
+  const std::vector<int> map = place_stages(Placement::Interleaved, S, p);
+  std::int64_t spent = 0;
+  const std::vector<int> ends = DeviceBalancer(work, S, p).balance(map, true, &spent);
+  // Two descents, each stopped once it has spent the limit; the step in progress may finish its
+  // single-boundary moves (S · 8 evaluations of two devices' stages) and one full evaluation.
+  CHECK(spent >= kBalanceWorkLimit);
+  CHECK(spent <= 2 * (kBalanceWorkLimit + 8 * S * (S / p * 2 + p) + S + p));
+  REQUIRE(ends.size() == static_cast<std::size_t>(S));
+  CHECK(ends.back() == n);
+  for (int s = 0; s < S; ++s)
+    CHECK(ends[static_cast<std::size_t>(s)] > (s == 0 ? 0 : ends[static_cast<std::size_t>(s) - 1]));
+  // A stopped descent still only took improving moves: never above its start, the min-max split.
+  const std::vector<double> got = device_work(work, ends, map, p),
+                            start = device_work(work, min_max_split(work, S), map, p);
+  CHECK(*std::max_element(got.begin(), got.end()) <= *std::max_element(start.begin(), start.end()) + 1e-9);
+}
+
 }  // namespace octo

@@ -70,4 +70,35 @@ TEST_CASE("map descent never raises the bound of its start", "[tune][map_search]
   }
 }
 
+TEST_CASE("map descent stops at its work limit", "[tune][map_search]") {
+  SplitMix64 rng(11);
+  const int p = 8, S = 48, n = 60;
+  std::vector<double> work(static_cast<std::size_t>(n)), f(work.size()), b(work.size());
+  for (std::size_t l = 0; l < work.size(); ++l) {
+    f[l] = 1 + rng.below(5);
+    b[l] = 2 * f[l];
+    work[l] = f[l] + b[l];
+  }
+  const std::vector<int> start = wave_placement(S, p);
+  const MapCosts costs{work, f, b, p, 2 * p};
+  const MapSearch full = descend_map(costs, start);
+  REQUIRE(full.steps > 0);
+  CHECK(full.work > 0);
+  // A limit above what the descent spends changes nothing.
+  const MapSearch same = descend_map(costs, start, 64, 4000, full.work + 1);
+  CHECK(same.layout == full.layout);
+  CHECK(same.steps == full.steps);
+  CHECK(same.work == full.work);
+  // No work at all: no trial map, the start map with its thorough balance.
+  const MapSearch none = descend_map(costs, start, 64, 4000, 0);
+  CHECK(none.steps == 0);
+  CHECK(none.layout.device == start);
+  CHECK(none.work > 0);  // the start's quick balance and the final thorough one
+  // A limit in between stops the descent early, never above its start's bound.
+  const MapSearch part = descend_map(costs, start, 64, 4000, full.work / 4);
+  CHECK(part.work < full.work);
+  CHECK(part.bound.ms <= map_bound(costs, none.layout).ms * (1 + 1e-9) + 1e-9);
+  CHECK(part.bound.ms >= full.bound.ms * (1 - 1e-9));
+}
+
 }  // namespace octo
