@@ -524,11 +524,20 @@ void add_lower_bounds(Prediction& prediction, const PlanBounds& bounds) {
   prediction.lower_bound = LowerBoundDerivations{derivation(bounds.any_plan), derivation(bounds.structure)};
 }
 
+std::string any_plan_reason(std::string_view binding, int devices_used, int pipeline_devices) {
+  if (devices_used > 0 && devices_used < pipeline_devices)
+    return fmt::format("{}, at {} of {} devices", binding, devices_used, pipeline_devices);
+  return std::string(binding);
+}
+
 std::string describe_lower_bounds(const Prediction& p) {
   if (!p.lower_bound_ms) return {};
   return fmt::format(
       "lower bound {:.1f} ms ({}), gap {:.1f} %; for this partition and placement {:.1f} ms, gap {:.1f} %",
-      *p.lower_bound_ms, p.lower_bound ? p.lower_bound->any_plan.binding : std::string("?"),
+      *p.lower_bound_ms,
+      p.lower_bound ? any_plan_reason(p.lower_bound->any_plan.binding, p.lower_bound->any_plan.devices,
+                                      static_cast<int>(p.devices.size()))
+                    : std::string("?"),
       100.0 * p.gap.value_or(0.0), p.structure_lower_bound_ms.value_or(0.0),
       100.0 * p.structure_gap.value_or(0.0));
 }

@@ -25,6 +25,7 @@
 /// they may be loose, never wrong; test/unit/sim/bound_test.cpp checks them against many plans.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/plan.hpp"
@@ -89,6 +90,12 @@ struct PlanBounds {
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const PlannerInputs& inputs);
 /// Same, from the inputs embedded in the plan; `memory_limit_gib` as in make_sim_input.
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib = 0);
+
+/// What a report says of an any-plan bound: its binding term, and the used-device count it is taken
+/// at when that is below the plan's pipeline devices (e.g. "work, at 1 of 34 devices": where the
+/// transfers and per-op overheads outweigh the work, fewer devices would be faster, and the gap to
+/// a plan on all of them is no search failure).
+[[nodiscard]] std::string any_plan_reason(std::string_view binding, int devices_used, int pipeline_devices);
 
 /// The gap iteration_ms / bound_ms − 1 of every report; 0 without a bound (bound_ms <= 0). A plan
 /// at its bound within rounding (relative 1e-9 below it) has gap 0, printed 0.0 %, not −0.0 %.

@@ -290,6 +290,26 @@ TEST_CASE("the gap: iteration / bound - 1, zero at the bound within rounding, no
   CHECK(bound_gap(50.0, -1.0) == 0.0);
 }
 
+TEST_CASE("the any-plan bound says when it is taken at fewer devices than the pipeline has", "[bound]") {
+  // Six layers of no work, a per-op overhead of 1 ms and transfers of 10 ms: on one device a
+  // micro-batch costs its 2 ops (one stage's F and B, 2 ms), on more every device boundary adds two
+  // transfers; the bound is taken at one of the four devices, and the report says so.
+  std::vector<StageCost> layers(6, cost(0, 0, 0));
+  for (StageCost& c : layers) c.out_bytes = 10;
+  SimInput in = make_input(4, layers, 1.0, 0.0);
+  in.op_overhead_ms = 1;
+  const LowerBound a = any_plan_lower_bound(in, 1);
+  CHECK(a.devices == 1);
+  CHECK(a.ms == Approx(2.0));
+  CHECK(any_plan_reason(a.binding, a.devices, 4) == a.binding + ", at 1 of 4 devices");
+  // At the pipeline's own device count (or without a count) the binding term alone.
+  CHECK(any_plan_reason("work", 4, 4) == "work");
+  CHECK(any_plan_reason("warm_up", 0, 4) == "warm_up");
+  // Real work spread over the devices: the bound is taken at all of them.
+  const SimInput busy = make_input(4, std::vector<StageCost>(8, cost(5, 5, 5)));
+  CHECK(any_plan_lower_bound(busy, 8).devices == 4);
+}
+
 TEST_CASE("bounds of hand-derived cases", "[bound]") {
   // p stages in sequence, F = B = W = 1 per stage, free transfers. With m >= p micro-batches
   // every schedule of this structure takes at least 3m + p − 1 (the last device cannot start
