@@ -54,17 +54,17 @@ struct Warmup {
 /// devices) are minimised first. Exact for one stage per device without a limit; a local optimum
 /// otherwise. Each of its two descents (from the min-max split and from a per-device targeted
 /// split) stops early, with the best partition so far, once it has done kBalanceWorkLimit units of
-/// work (one unit: a stage's sums or a device's term evaluated), so a
-/// long model (hundreds of single-layer stages, where one step of the two-boundary moves costs
-/// O(S³)) cannot hold up the search. Throws octo::Error when there are more stages than layers.
+/// work (one unit: a stage's sums or a device's term evaluated), so that a long model (hundreds of
+/// stages, where one step of the two-boundary moves costs O(S³)) cannot hold up the search.
+/// Throws octo::Error when there are more stages than layers.
 [[nodiscard]] std::vector<int> balance_per_device(std::span<const double> layer_work,
                                                   std::span<const int> stage_device, int devices,
                                                   int max_step = 4, const StaticLimit* limit = nullptr,
                                                   const Warmup* warmup = nullptr);
 
 /// Most work units one descent of balance_per_device (or DeviceBalancer::balance) spends: 20 M,
-/// about 0.03 s. Nemotron-H-56B at TP 8 PP 16 needs at most 11.5 M, the bench-bound cases under
-/// 0.5 M; 400 single-layer stages on 32 devices needed up to 4 G (minutes) without it.
+/// about 0.03 s. Nemotron-H-56B at TP 8 PP 16 needs at most 11.5 M, the bench-bound cases measured
+/// about 0.5 M; 400 layers as 192 stages on 32 devices needed up to 4 G without it.
 inline constexpr std::int64_t kBalanceWorkLimit = 20'000'000;
 
 /// balance_per_device for many maps of one stage count (the placement searches): the prefix sums and
