@@ -47,8 +47,8 @@ struct MapSearch {
 };
 
 /// Most work units one descend_map spends on its trial maps: 200 M, about 0.3 s (Nemotron-H-56B at
-/// TP 8 PP 16 needs up to 65 M, the bench-bound cases under 13 M; 400 single-layer stages on 32
-/// devices up to 23 G without it).
+/// TP 8 PP 16 needs up to 65 M, the bench-bound cases measured up to 15 M; a model of 400 layers on
+/// 32 devices up to 23 G per map search without it).
 inline constexpr std::int64_t kMapSearchWorkLimit = 200'000'000;
 
 /// Steepest descent from `start_map` (its stage count is kept; every device must hold a stage):

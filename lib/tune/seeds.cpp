@@ -18,7 +18,7 @@ namespace {
 
 /// Most work units the map searches of one seed_structures call spend together (each also within
 /// kMapSearchWorkLimit): 1.5 G, about 2.5 s. Nemotron-H-56B at TP 8 PP 16 spends 0.45 G; a model of
-/// 400 layers on 32 devices spent 220 G (six minutes, past any budget and the wall-clock cap).
+/// 400 layers on 32 devices spent 198 G (six minutes, past any budget and the wall-clock cap).
 constexpr std::int64_t kSeedMapWorkLimit = 1'500'000'000;
 
 ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order, bool forward_first = false) {
