@@ -49,8 +49,13 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
   if (S_ISLNK(st.st_mode)) {
     // Write where the link points, so the link stays a link.
     char resolved[PATH_MAX];
-    if (::realpath(path.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0)
+    if (::realpath(path.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0) {
+      // /dev/stdout or /dev/fd/N (`-o >(jq .)`) on a pipe: the link names "pipe:[…]", which has no
+      // path, but the link itself opens the pipe.
+      if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
+        return {path, true};
       fail_output("{}: a symbolic link to a missing file (expected a file path)", name);
+    }
     target = resolved;
   }
   if (S_ISDIR(st.st_mode)) fail_output("{}: is a directory (expected a file path)", name);
@@ -75,6 +80,31 @@ int write_all(int fd, std::string_view contents) {
   return 0;
 }
 
+/// Opens a character device or a FIFO for writing. A FIFO without a reader makes a blocking open
+/// wait for ever, so it is opened non-blocking (ENXIO while nobody reads), retried every 50 ms
+/// for up to `wait_ms`, then switched back to blocking writes.
+int open_plain_output(const std::string& target, const std::string& path, int wait_ms) {
+  for (int waited = 0;; waited += 50) {
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+      const int flags = ::fcntl(fd, F_GETFL);
+      if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        const int err = errno;
+        ::close(fd);
+        fail_output("{}: cannot open for writing: {}", path, std::strerror(err));
+      }
+      return fd;
+    }
+    if (errno == EINTR) continue;
+    if (errno != ENXIO) fail_output("{}: cannot open for writing: {}", path, std::strerror(errno));
+    if (waited >= wait_ms)
+      fail_output(
+          "{}: a FIFO that nobody reads (waited {:.1f} s; expected a reader, e.g. `cat {}` started first)",
+          path, wait_ms / 1000.0, path);
+    ::usleep(50'000);
+  }
+}
+
 }  // namespace
 
 std::string read_file(const std::string& path) {
@@ -93,12 +123,11 @@ void check_output_path(const std::string& path, std::string_view option) {
   (void)resolve_output(path, option);
 }
 
-void write_file_atomic(const std::string& path, std::string_view contents) {
+void write_file_atomic(const std::string& path, std::string_view contents, int fifo_wait_ms) {
   namespace fs = std::filesystem;
   const OutputTarget out = resolve_output(path, "");
   if (out.plain) {
-    const int fd = ::open(out.path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) fail_output("{}: cannot open for writing: {}", path, std::strerror(errno));
+    const int fd = open_plain_output(out.path, path, fifo_wait_ms);
     const int err = write_all(fd, contents);
     if (::close(fd) != 0 && err == 0) fail_output("{}: write failed: {}", path, std::strerror(errno));
     if (err != 0) fail_output("{}: write failed: {}", path, std::strerror(err));

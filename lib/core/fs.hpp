@@ -18,10 +18,15 @@ namespace octo {
 /// An empty path (output not requested) passes.
 void check_output_path(const std::string& path, std::string_view option);
 
+/// How long write_file_atomic waits for a FIFO output to get a reader before it gives up.
+inline constexpr int kFifoReaderWaitMs = 10'000;
+
 /// Writes `contents` to `path`: a new path or a regular file (also through symbolic links, which
 /// stay links) through a temporary file in the same folder and a rename, so the old file stays
 /// intact unless the new one was written completely; a character device or a FIFO by plain
-/// writing. Throws octo::OutputError for anything else (see check_output_path).
-void write_file_atomic(const std::string& path, std::string_view contents);
+/// writing. A FIFO that has no reader is waited for up to `fifo_wait_ms`, then refused (a plain
+/// open would block for ever). Throws octo::OutputError for anything else (see check_output_path).
+void write_file_atomic(const std::string& path, std::string_view contents,
+                       int fifo_wait_ms = kFifoReaderWaitMs);
 
 }  // namespace octo

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -90,6 +91,41 @@ TEST_CASE("a FIFO output is written in place, not replaced", "[fs]") {
   struct stat st {};
   REQUIRE(::lstat(fifo.c_str(), &st) == 0);
   CHECK(S_ISFIFO(st.st_mode));
+}
+
+TEST_CASE("a FIFO nobody reads is refused after the wait, one whose reader comes late is written", "[fs]") {
+  TempDir dir;
+  const std::string fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No reader: a blocking open would wait for ever; this one gives up after 200 ms.
+  CHECK_THROWS_WITH(write_file_atomic(fifo, "lost\n", 200), Catch::Contains("a FIFO that nobody reads"));
+  struct stat st {};
+  REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  // A reader that opens 300 ms later, within the wait.
+  std::string got;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    got = slurp(fifo);
+  });
+  write_file_atomic(fifo, "late but read\n", 5000);
+  reader.join();
+  CHECK(got == "late but read\n");
+}
+
+TEST_CASE("a pipe behind /dev/fd (/dev/stdout into a pipe, `-o >(jq .)`) is written in place", "[fs]") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  // The link names "pipe:[…]", which realpath cannot resolve; the link itself opens the pipe.
+  const std::string link = "/dev/fd/" + std::to_string(fds[1]);
+  CHECK_NOTHROW(check_output_path(link, "-o"));
+  write_file_atomic(link, "into the pipe\n", 1000);
+  ::close(fds[1]);
+  std::string got;
+  char buf[64];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  CHECK(got == "into the pipe\n");
 }
 
 TEST_CASE("a character device output is written in place, not replaced", "[fs]") {
