@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -23,7 +24,29 @@ namespace {
 struct OutputTarget {
   std::string path;    ///< the file to write (symbolic links resolved)
   bool plain = false;  ///< a character device or a FIFO: write in place, never rename
+  int fd = -1;         ///< an open descriptor the path names by number: write to it directly
 };
+
+/// The descriptor an output path names by number — /dev/stdout, /dev/stderr, /dev/fd/N,
+/// /proc/self/fd/N — or -1. Writing to the descriptor itself keeps what the caller set up
+/// (`>> log` appends, a pipe stays a pipe); opening the path again would start a new file offset
+/// (overwriting a log from its start) or rename a temporary file over the redirected file.
+int named_descriptor(std::string_view path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {std::string_view("/dev/fd/"), std::string_view("/proc/self/fd/")}) {
+    if (!path.starts_with(prefix)) continue;
+    const std::string_view digits = path.substr(prefix.size());
+    if (digits.empty() || digits.size() > 6) return -1;
+    int n = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return -1;
+      n = n * 10 + (c - '0');
+    }
+    return n;
+  }
+  return -1;
+}
 
 std::string_view kind_of(mode_t mode) {
   if (S_ISBLK(mode)) return "a block device";
@@ -37,6 +60,12 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
   const std::string name = option.empty() ? path : fmt::format("{} {}", option, path);
   if (path.empty()) fail_output("{}: empty output path (expected a file path)", option);
   struct stat st {};
+  if (const int fd = named_descriptor(path); fd >= 0) {
+    if (::fstat(fd, &st) != 0)
+      fail_output("{}: descriptor {} is not open (expected an open file, pipe or terminal)", name, fd);
+    if (S_ISDIR(st.st_mode)) fail_output("{}: is a directory (expected a file path)", name);
+    return {path, true, fd};
+  }
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) fail_output("{}: cannot inspect the output: {}", name, std::strerror(errno));
     const fs::path p(path);
@@ -50,11 +79,12 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
     // Write where the link points, so the link stays a link.
     char resolved[PATH_MAX];
     if (::realpath(path.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0) {
-      // /dev/stdout or /dev/fd/N (`-o >(jq .)`) on a pipe: the link names "pipe:[…]", which has no
-      // path, but the link itself opens the pipe.
-      if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
-        return {path, true};
-      fail_output("{}: a symbolic link to a missing file (expected a file path)", name);
+      // A link to /dev/stdout or /dev/fd/N (those paths themselves are written by number above):
+      // the chain ends in "pipe:[…]" (or a deleted file), which has no path, but the link opens it.
+      if (::stat(path.c_str(), &st) != 0)
+        fail_output("{}: a symbolic link to a missing file (expected a file path)", name);
+      if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISREG(st.st_mode)) return {path, true};
+      fail_output("{}: is {}; refusing to write to it (expected a file path)", name, kind_of(st.st_mode));
     }
     target = resolved;
   }
@@ -126,6 +156,14 @@ void check_output_path(const std::string& path, std::string_view option) {
 void write_file_atomic(const std::string& path, std::string_view contents, int fifo_wait_ms) {
   namespace fs = std::filesystem;
   const OutputTarget out = resolve_output(path, "");
+  if (out.fd >= 0) {
+    // What the program printed before goes out first.
+    std::cout.flush();
+    std::fflush(nullptr);
+    if (const int err = write_all(out.fd, contents); err != 0)
+      fail_output("{}: write failed: {}", path, std::strerror(err));
+    return;
+  }
   if (out.plain) {
     const int fd = open_plain_output(out.path, path, fifo_wait_ms);
     const int err = write_all(fd, contents);

@@ -24,8 +24,11 @@ inline constexpr int kFifoReaderWaitMs = 10'000;
 /// Writes `contents` to `path`: a new path or a regular file (also through symbolic links, which
 /// stay links) through a temporary file in the same folder and a rename, so the old file stays
 /// intact unless the new one was written completely; a character device or a FIFO by plain
-/// writing. A FIFO that has no reader is waited for up to `fifo_wait_ms`, then refused (a plain
-/// open would block for ever). Throws octo::OutputError for anything else (see check_output_path).
+/// writing; /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N to that open descriptor itself
+/// (so `-o /dev/stdout >> log` appends and a pipe gets the bytes; what the program printed before
+/// is flushed first). A FIFO that has no reader is waited for up to `fifo_wait_ms`, then refused (a
+/// plain open would block for ever). Throws octo::OutputError for anything else (see
+/// check_output_path; a descriptor that is not open is refused there too).
 void write_file_atomic(const std::string& path, std::string_view contents,
                        int fifo_wait_ms = kFifoReaderWaitMs);
 

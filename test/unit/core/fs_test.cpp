@@ -3,6 +3,7 @@
 
 #include "core/fs.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -126,6 +127,24 @@ TEST_CASE("a pipe behind /dev/fd (/dev/stdout into a pipe, `-o >(jq .)`) is writ
   for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
   ::close(fds[0]);
   CHECK(got == "into the pipe\n");
+}
+
+TEST_CASE("an output named by descriptor is written to that descriptor, as the caller opened it", "[fs]") {
+  TempDir dir;
+  const std::string log = dir / "log.txt";
+  { std::ofstream(log) << "old line\n"; }
+  // `-o /dev/fd/N >> log`: the descriptor appends; opening the path again would write from offset
+  // 0 over the old line, renaming over it would drop it.
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  write_file_atomic("/dev/fd/" + std::to_string(fd), "new line\n");
+  write_file_atomic("/proc/self/fd/" + std::to_string(fd), "third\n");
+  ::close(fd);
+  CHECK(slurp(log) == "old line\nnew line\nthird\n");
+  CHECK(entries(dir.path) == 1);  // no temporary file left, nothing renamed
+  // A descriptor that is not open is refused before any work, naming it.
+  CHECK_THROWS_WITH(check_output_path("/dev/fd/987654", "-o"),
+                    Catch::Contains("descriptor 987654 is not open"));
 }
 
 TEST_CASE("a character device output is written in place, not replaced", "[fs]") {
