@@ -67,10 +67,7 @@ Layout packed_layout(std::span<const double> layer_work, int devices) {
 
   // First-improvement descent over moving one layer and swapping two.
   BalanceScore cur = score_with(s.load, -1, 0, -1, 0);
-  const auto better = [&](const BalanceScore& x) {
-    return x.max < cur.max - kTol ||
-           (x.max < cur.max + kTol && x.sumsq < cur.sumsq - kTol * std::max(1.0, cur.max));
-  };
+  const auto better = [&](const BalanceScore& x) { return better_balance(x, cur, kTol); };
   std::int64_t work = 0;
   const auto spend = [&] { return (work += devices) > kMaxWork; };
   for (bool improved = true; improved && work <= kMaxWork;) {
