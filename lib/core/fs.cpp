@@ -75,21 +75,22 @@ OutputTarget resolve_output(const std::string& path, std::string_view option) {
     return {path, false};
   }
   std::string target = path;
+  bool through_link = false;  ///< the link's end has no path: written through the link, in place
   if (S_ISLNK(st.st_mode)) {
     // Write where the link points, so the link stays a link.
     char resolved[PATH_MAX];
-    if (::realpath(path.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0) {
+    if (::realpath(path.c_str(), resolved) != nullptr && ::stat(resolved, &st) == 0) {
+      target = resolved;
+    } else {
       // A link to /dev/stdout or /dev/fd/N (those paths themselves are written by number above):
       // the chain ends in "pipe:[…]" (or a deleted file), which has no path, but the link opens it.
       if (::stat(path.c_str(), &st) != 0)
         fail_output("{}: a symbolic link to a missing file (expected a file path)", name);
-      if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISREG(st.st_mode)) return {path, true};
-      fail_output("{}: is {}; refusing to write to it (expected a file path)", name, kind_of(st.st_mode));
+      through_link = true;
     }
-    target = resolved;
   }
   if (S_ISDIR(st.st_mode)) fail_output("{}: is a directory (expected a file path)", name);
-  if (S_ISREG(st.st_mode)) return {target, false};
+  if (S_ISREG(st.st_mode)) return {target, through_link};
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return {target, true};
   fail_output("{}: is {}; refusing to write to it (expected a file path)", name, kind_of(st.st_mode));
 }

@@ -121,12 +121,20 @@ TEST_CASE("a pipe behind /dev/fd (/dev/stdout into a pipe, `-o >(jq .)`) is writ
   const std::string link = "/dev/fd/" + std::to_string(fds[1]);
   CHECK_NOTHROW(check_output_path(link, "-o"));
   write_file_atomic(link, "into the pipe\n", 1000);
+  // A link of one's own to it: the chain ends in the pipe, written through the link, which stays.
+  TempDir dir;
+  const std::string own = dir / "out.json";
+  REQUIRE(::symlink(link.c_str(), own.c_str()) == 0);
+  write_file_atomic(own, "and through a link\n", 1000);
+  struct stat st {};
+  REQUIRE(::lstat(own.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
   ::close(fds[1]);
   std::string got;
   char buf[64];
   for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
   ::close(fds[0]);
-  CHECK(got == "into the pipe\n");
+  CHECK(got == "into the pipe\nand through a link\n");
 }
 
 TEST_CASE("an output named by descriptor is written to that descriptor, as the caller opened it", "[fs]") {
