@@ -11,6 +11,11 @@ std::string human_count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
+std::string human_ms(double ms) {
+  if (ms > 0 && ms < 0.05) return fmt::format("{:.3g}", ms);
+  return fmt::format("{:.1f}", ms);
+}
+
 std::string human_bytes(double bytes) {
   if (bytes >= kGiB) return fmt::format("{:.1f} GiB", to_gib(bytes));
   if (bytes >= kMiB) return fmt::format("{:.1f} MiB", to_mib(bytes));

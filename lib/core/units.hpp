@@ -30,6 +30,10 @@ inline constexpr double kMsPerS = 1000.0;
 /// "8.10B", "458.0K", "5.5M", "12": a count (parameters, tokens) for tables and headers.
 [[nodiscard]] std::string human_count(double n);
 
+/// "782.1", "0.0213": a time in ms for messages, one decimal unless that would show a positive time
+/// below 0.05 ms as "0.0" (then 3 significant digits).
+[[nodiscard]] std::string human_ms(double ms);
+
 /// "12.3 GiB", "5.2 MiB", "3.0 KiB", "512 B": a size for messages.
 [[nodiscard]] std::string human_bytes(double bytes);
 

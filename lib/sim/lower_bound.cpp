@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "sim/one_machine.hpp"
 #include "sim/packing.hpp"
 #include "sim/suffix_packing.hpp"
@@ -533,12 +534,12 @@ std::string any_plan_reason(std::string_view binding, int devices_used, int pipe
 std::string describe_lower_bounds(const Prediction& p) {
   if (!p.lower_bound_ms) return {};
   return fmt::format(
-      "lower bound {:.1f} ms ({}), gap {:.1f} %; for this partition and placement {:.1f} ms, gap {:.1f} %",
-      *p.lower_bound_ms,
+      "lower bound {} ms ({}), gap {:.1f} %; for this partition and placement {} ms, gap {:.1f} %",
+      human_ms(*p.lower_bound_ms),
       p.lower_bound ? any_plan_reason(p.lower_bound->any_plan.binding, p.lower_bound->any_plan.devices,
                                       static_cast<int>(p.devices.size()))
                     : std::string("?"),
-      100.0 * p.gap.value_or(0.0), p.structure_lower_bound_ms.value_or(0.0),
+      100.0 * p.gap.value_or(0.0), human_ms(p.structure_lower_bound_ms.value_or(0.0)),
       100.0 * p.structure_gap.value_or(0.0));
 }
 

@@ -47,11 +47,11 @@ std::string bound_line(const TuneResult& r) {
   const LowerBound& own = r.bounds.structure;
   if (any.ms <= 0) return {};
   return fmt::format(
-      "lower bound {:.1f} ms for any plan ({}), gap {:.1f} %; {:.1f} ms for this partition and placement "
+      "lower bound {} ms for any plan ({}), gap {:.1f} %; {} ms for this partition and placement "
       "({}), gap "
       "{:.1f} %\n",
-      any.ms, any_plan_reason(any.binding, any.devices, r.plan.devices),
-      100 * bound_gap(r.sim.makespan_ms, any.ms), own.ms, own.binding,
+      human_ms(any.ms), any_plan_reason(any.binding, any.devices, r.plan.devices),
+      100 * bound_gap(r.sim.makespan_ms, any.ms), human_ms(own.ms), own.binding,
       100 * bound_gap(r.sim.makespan_ms, own.ms));
 }
 
@@ -230,8 +230,8 @@ std::string format_comparison(const PlannerInputs& in, const TuneResult& r) {
         "with "
         "their time without recompute, which does not fit, in brackets)\n";
   if (r.bounds.any_plan.ms > 0)
-    out += fmt::format("lower bound for any plan: {:.1f} ms ({}); gap = iteration time / bound - 1\n",
-                       r.bounds.any_plan.ms,
+    out += fmt::format("lower bound for any plan: {} ms ({}); gap = iteration time / bound - 1\n",
+                       human_ms(r.bounds.any_plan.ms),
                        any_plan_reason(r.bounds.any_plan.binding, r.bounds.any_plan.devices, r.plan.devices));
   out += fmt::format("\n{:<26} {:>13} {:>8} {:>7} {:>9} {:>5} {:>12} {:>9}\n", "method", "iteration ms",
                      "bubble", "gap", "peak GiB", "fits", "tokens/s", "speed-up");
