@@ -12,6 +12,7 @@
 #include "plan/lower.hpp"
 #include "plan/plan_io.hpp"
 #include "sim/predict.hpp"
+#include "spec/executor_limits.hpp"
 
 namespace octo {
 namespace {
@@ -171,8 +172,12 @@ CheckResult check_plan(const Plan& plan, const std::string& source, const CheckO
 
   // 6. The executor's limits (independent of everything else). octorun runs every parallel layout
   // (TP, EP, DP, ZeRO); what a layer cannot split (heads not divisible by TP, experts by EP) its
-  // constructor refuses, naming the layer, before any step.
+  // constructor refuses, naming the layer, before any step; what no layout can run
+  // (spec/executor_limits.hpp) is a problem here too.
   std::vector<std::string> executor;
+  if (options.executor && out.inputs)
+    for (const std::string& why : executor_model_limits(out.inputs->model))
+      executor.push_back(fmt::format("{}: {}", source, why));
   out.executor_ok = executor.empty();
 
   if (out.problems.empty()) {

@@ -109,12 +109,52 @@ void add_data_parallel_tail(SimInput& in, const Plan& plan, const ModelSpec& mod
   }
 }
 
+/// Tied embeddings (lib/plan/CONTRACTS.md "Around the pipeline"): the stage of the LM head keeps its
+/// own copy of the embedding's vocab x hidden weight when the embedding sits on another device (as
+/// Megatron-LM keeps one on the last stage), with its gradient and optimizer state; the copies'
+/// gradients are all-reduced between the two devices.
+struct TiedCopy {
+  int head = -1;  ///< the LM head's stage; -1: nothing copied
+  int embedding_device = -1;
+  std::int64_t params = 0;
+};
+
+TiedCopy add_tied_head_copy(SimInput& in, const Plan& plan, const ModelSpec& model,
+                            const CostProfile& costs) {
+  if (!model.tie_embeddings || costs.layers.empty()) return {};
+  const auto layers = static_cast<int>(costs.layers.size());
+  int embedding = -1, head = -1;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    if (plan.stages[s].first_layer == 0) embedding = static_cast<int>(s);
+    if (plan.stages[s].end_layer == layers) head = static_cast<int>(s);
+  }
+  if (embedding < 0 || head < 0) return {};
+  const int device = plan.stages[static_cast<std::size_t>(embedding)].device;
+  if (device == plan.stages[static_cast<std::size_t>(head)].device) return {};
+  const std::int64_t copy = costs.layers.front().params;
+  in.stages[static_cast<std::size_t>(head)].params += copy;
+  return {head, device, copy};
+}
+
+/// The all-reduce of the tied copies' gradients (fp32, 2 ring phases over the 2 devices), on the
+/// head stage's DP stream; part of the DP tail, so modelled at DP > 1 only.
+void add_tied_gradient_sync(SimInput& in, const Plan& plan, const ClusterSpec& cluster,
+                            const CostProfile& costs, const TiedCopy& tied) {
+  if (tied.head < 0 || in.grad_sync_ms.empty()) return;
+  const auto head = static_cast<std::size_t>(tied.head);
+  const LinkSpec& link = cluster.link(tied.embedding_device, plan.stages[head].device);
+  in.grad_sync_ms[head] += ring_collective_ms(4.0 * static_cast<double>(tied.params), 2,
+                                              costs.p2p_bandwidth_gbs.value_or(link.bandwidth_gbs),
+                                              costs.p2p_latency_us.value_or(link.latency_us), 2);
+}
+
 /// Everything but the memory limit, shared by both builders.
 SimInput build(const Plan& plan, const ModelSpec& model, ClusterSpec cluster, const CostProfile& costs) {
   if (plan.devices <= 0) fail("plan: devices must be positive (got {})", plan.devices);
   SimInput in;
   in.devices = plan.devices;
   in.stages = stage_costs(costs, plan.stages);
+  const TiedCopy tied = add_tied_head_copy(in, plan, model, costs);
   in.op_overhead_ms = costs.op_overhead_ms;
 
   // The plan's parallel sizes decide which pipeline devices share a node.
@@ -140,6 +180,7 @@ SimInput build(const Plan& plan, const ModelSpec& model, ClusterSpec cluster, co
       param_state_bytes(model.training.dtype, optimizer_shards(plan.zero, dp, ep, false)),
       param_state_bytes(model.training.dtype, optimizer_shards(plan.zero, dp, ep, true)));
   if (dp > 1) add_data_parallel_tail(in, plan, model, cluster);
+  add_tied_gradient_sync(in, plan, cluster, costs, tied);
   in.tokens_per_iteration = static_cast<double>(plan.microbatches) * std::max(plan.micro_batch, 1) *
                             static_cast<double>(seq_of(plan, model)) * std::max(plan.dp, 1);
   return in;

@@ -12,6 +12,7 @@
 #include "nn/layers/layers.hpp"
 #include "nn/layers/parallel.hpp"
 #include "nn/layers/sublayer.hpp"
+#include "spec/executor_limits.hpp"
 
 namespace octo::nn {
 namespace {
@@ -124,11 +125,8 @@ class LmHead final : public Layer {
 std::unique_ptr<Layer> make_lm_head(const ModelSpec& model, std::size_t index, Device& device,
                                     const LayerGroups& groups) {
   if (model.vocab <= 0 || model.hidden <= 0) fail("model {}: vocab and hidden must be positive", model.name);
-  if (model.tie_embeddings)
-    fail(
-        "model {}: tied embeddings are not supported by the executor's layers (the embedding and the LM head "
-        "may sit on different ranks); set tie_embeddings: false",
-        model.name);
+  if (const std::vector<std::string> limits = executor_model_limits(model); !limits.empty())
+    fail("{}", limits.front());
   return std::make_unique<LmHead>(model, index, device, groups);
 }
 

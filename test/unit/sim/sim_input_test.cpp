@@ -163,3 +163,46 @@ TEST_CASE("make_sim_input from the inputs embedded in a plan") {
   broken.model_yaml = "name: [";
   CHECK_THROWS_AS(make_sim_input(broken), Error);
 }
+
+TEST_CASE("tied embeddings: the LM head's device keeps a copy of the embedding weight, all-reduced with it") {
+  PlannerInputs in;
+  in.model.training.dtype = DType::BF16;
+  in.model.seq_len = 512;
+  in.costs = four_layers();  // layer 0 (the embedding) holds 1000 parameters, layer 3 (the head) 4000
+  in.cluster.nodes = 2;
+  in.cluster.devices_per_node = 4;
+  in.cluster.device_kinds = {DeviceKind{"x", 16}};
+  in.cluster.device_kind_of = {0, 0, 0, 0, 0, 0, 0, 0};
+  in.cluster.intra_node = LinkSpec{100, 2};
+  in.cluster.inter_node = LinkSpec{25, 10};
+  in.memory_limit_bytes = 1e9;
+  Plan plan;
+  plan.devices = 4;
+  plan.dp = 2;
+  plan.zero = 1;  // 12 B per parameter; gradients reduce-scattered (1 ring phase)
+  plan.microbatches = 8;
+  plan.stages = {{0, 1, 0, false}, {1, 2, 1, false}, {2, 3, 2, false}, {3, 4, 3, false}};
+  plan.programs.resize(4);
+
+  const SimInput untied = make_sim_input(plan, in);
+  in.model.tie_embeddings = true;
+  const SimInput tied = make_sim_input(plan, in);
+  CHECK(tied.stages[3].params == 4000 + 1000);
+  CHECK(tied.static_bytes[3] == (4000 + 1000) * 12);
+  CHECK(tied.static_bytes[0] == untied.static_bytes[0]);  // the embedding's own weight, once
+  // The head's DP reduction carries the copy too (ranks 6, 7 on node 1: 100 GB/s, 2 µs), and the
+  // copies' fp32 gradients are all-reduced between devices 0 and 3 (different nodes: 25 GB/s, 10 µs).
+  const double dp_ring =
+      ring_collective_ms(4.0 * 5000, 2, 100, 2, 1) - ring_collective_ms(4.0 * 4000, 2, 100, 2, 1);
+  const double tied_ring = ring_collective_ms(4.0 * 1000, 2, 25, 10, 2);
+  CHECK(tied.grad_sync_ms[3] - untied.grad_sync_ms[3] == Approx(dp_ring + tied_ring));
+  CHECK(tied.grad_sync_ms[0] == Approx(untied.grad_sync_ms[0]));
+
+  // The embedding and the head on one device share the weight: nothing is copied.
+  plan.stages = {{0, 1, 0, false}, {1, 2, 1, false}, {2, 3, 2, false}, {3, 4, 0, false}};
+  const SimInput shared = make_sim_input(plan, in);
+  in.model.tie_embeddings = false;
+  const SimInput shared_untied = make_sim_input(plan, in);
+  CHECK(shared.static_bytes == shared_untied.static_bytes);
+  CHECK(shared.grad_sync_ms == shared_untied.grad_sync_ms);
+}
