@@ -24,10 +24,11 @@ class BatchEvaluator {
   BatchEvaluator(WorkerPool& pool, Budget& budget);
 
   /// Evaluates `candidates` with `evaluator`. Entries past the evaluation limit or the wall-clock
-  /// cap stay !ok (and are not charged). With `bound` > 0, candidates that cannot beat it come
-  /// back pruned.
+  /// cap stay !ok (and are not charged), except the first `at_least` (within the evaluation limit),
+  /// which are evaluated even past the cap or after an interrupt: the seeds a search must have to
+  /// return anything of its own. With `bound` > 0, candidates that cannot beat it come back pruned.
   [[nodiscard]] std::vector<Evaluation> run(const Evaluator& evaluator, std::span<const Candidate> candidates,
-                                            double bound = 0);
+                                            double bound = 0, std::size_t at_least = 0);
 
  private:
   WorkerPool& pool_;

@@ -21,6 +21,9 @@ namespace {
 /// 400 layers on 32 devices spent 198 G (six minutes, past any budget and the wall-clock cap).
 constexpr std::int64_t kSeedMapWorkLimit = 1'500'000'000;
 
+/// Seed candidates evaluated even past the wall-clock cap or after an interrupt (run_seeds).
+constexpr std::size_t kSeedsAlwaysEvaluated = 16;
+
 ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order, bool forward_first = false) {
   ListScheduleOptions o;
   o.split_bw = split;
@@ -69,7 +72,7 @@ std::vector<int> greedy_map(std::span<const double> work, int devices) {
 }  // namespace
 
 std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evaluator& ev,
-                                       std::span<const double> work) {
+                                       std::span<const double> work, const std::function<bool()>& stop) {
   const int p = ev.devices(), m = ev.microbatches();
   const int layers = static_cast<int>(work.size());
   const double bpp =
@@ -152,6 +155,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
   std::stable_sort(counts.begin(), counts.end());
   for (const int S : counts) {
     if (ops(S) > 400000) break;
+    if (!out.empty() && stop && stop()) break;  // the structures so far get evaluated
     const int k = S / p;
     const bool per_layer = S == layers && S % p != 0;
     const bool shaped = std::find(shaped_counts.begin(), shaped_counts.end(), S) != shaped_counts.end();
@@ -369,9 +373,17 @@ std::vector<Scored> run_seeds(const PlannerInputs& inputs, const Evaluator& ev, 
                               BatchEvaluator& batch, Budget& budget,
                               const std::function<void(const Scored&)>& offer) {
   std::vector<int> owner;
-  const std::vector<Structure> structures = seed_structures(inputs, ev, work);
+  // On a slow or loaded machine with a large model, building every stage count's structures can
+  // take longer than the whole wall-clock cap: no stage count is started past the cap or after an
+  // interrupt, and the first seeds are evaluated even then, so that the search returns the best of
+  // them (where it beats the baselines) rather than nothing of its own.
+  std::vector<Structure> structures =
+      seed_structures(inputs, ev, work, [&] { return budget.interrupted() || budget.past_wall_cap(); });
+  if (budget.interrupted() || budget.past_wall_cap())  // only the first seeds run: the most promising
+    std::stable_sort(structures.begin(), structures.end(),
+                     [](const Structure& x, const Structure& y) { return x.bound_ms < y.bound_ms; });
   const std::vector<Candidate> a = preset_candidates(structures, inputs, ev, owner);
-  const std::vector<Evaluation> ea = batch.run(ev, a);
+  const std::vector<Evaluation> ea = batch.run(ev, a, 0, kSeedsAlwaysEvaluated);
   std::vector<Evaluation> best_of(owner.empty() ? 0 : static_cast<std::size_t>(owner.back()) + 1);
   std::vector<Scored> all;
   for (std::size_t i = 0; i < a.size(); ++i) {

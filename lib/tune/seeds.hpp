@@ -29,9 +29,12 @@ struct Structure {
   bool map_searched = false;  ///< found by the map search (descend_map), not a fixed shape
 };
 
-/// The most promising structures of every stage count, best first within each count.
+/// The most promising structures of every stage count, best first within each count, the stage
+/// counts in ascending order; once `stop` (when given) returns true, no further stage count is
+/// started (the first is always built).
 [[nodiscard]] std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evaluator& evaluator,
-                                                     std::span<const double> layer_work);
+                                                     std::span<const double> layer_work,
+                                                     const std::function<bool()>& stop = {});
 
 /// Recompute flags for `st`: everywhere when `all`; else on the stages of the devices whose free
 /// memory under the evaluator's limit holds fewer than two micro-batches of activations.

@@ -31,6 +31,7 @@ struct Run {
   double reevaluated_ms = 0;
   int rounds = 0;
   std::string stopped_by;
+  std::int64_t evaluations = 0;
 };
 
 Run search(const PlannerInputs& in, TuneOptions options, double bound) {
@@ -48,6 +49,7 @@ Run search(const PlannerInputs& in, TuneOptions options, double bound) {
   r.reevaluated_ms = ev.evaluate(s.incumbent().best().c, sim).makespan_ms;
   r.rounds = s.stats().rounds;
   r.stopped_by = budget.stopped_by();
+  r.evaluations = budget.evaluations();
   return r;
 }
 
@@ -87,6 +89,21 @@ TEST_CASE("the search ends when its evaluation budget does", "[tune][search]") {
   CHECK(small.stopped_by.find("evaluation") != std::string::npos);
   const Run large = search(in, by_count(4000), 0);
   CHECK(large.best_ms <= small.best_ms * (1 + 1e-9));
+}
+
+TEST_CASE("past the wall-clock cap the search still returns the best of its first seeds", "[tune][search]") {
+  const PlannerInputs in = tunetest::tiny_hybrid(3, 6);
+  TuneOptions capped = by_count(4000);
+  capped.wall_cap_s = 1e-9;  // spent before the seeds are built (a slow machine, a huge model)
+  const Run r = search(in, capped, 0);
+  CHECK(r.stopped_by == "wall-clock cap");
+  CHECK(r.rounds == 0);
+  CHECK(r.evaluations > 0);
+  CHECK(r.evaluations <= 16);  // run_seeds' kSeedsAlwaysEvaluated, nothing after them
+  CHECK(r.reevaluated_ms == Approx(r.best_ms).epsilon(1e-12));
+  // Never better than a search with time to spare.
+  const Run open = search(in, by_count(4000), 0);
+  CHECK(open.best_ms <= r.best_ms * (1 + 1e-9));
 }
 
 }  // namespace octo

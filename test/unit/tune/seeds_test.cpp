@@ -50,4 +50,27 @@ TEST_CASE("seed structures with map-searched maps are deterministic and well-for
   CHECK(searched);
 }
 
+TEST_CASE("seed structures stop at the first stage count once told to", "[tune][seeds]") {
+  const PlannerInputs in = load_inputs([] {
+    InputOptions o;
+    o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/nemotron-h-8b.yaml";
+    o.pp = 4;
+    o.microbatches = 8;
+    return o;
+  }());
+  const Evaluator ev(in, 4, 8, 0);
+  const std::vector<double> work = layer_work_ms(in.costs);
+  const std::vector<Structure> all = seed_structures(in, ev, work);
+  int asked = 0;
+  const std::vector<Structure> first = seed_structures(in, ev, work, [&] { return ++asked > 0; });
+  CHECK(asked == 1);  // asked before the second stage count, never before the first
+  REQUIRE_FALSE(first.empty());
+  CHECK(first.size() < all.size());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    CHECK(first[i].ends.size() == 4);  // the stage count p
+    CHECK(first[i].ends == all[i].ends);
+    CHECK(first[i].device == all[i].device);
+  }
+}
+
 }  // namespace octo
