@@ -162,12 +162,19 @@ PlannerInputs load_inputs(const InputOptions& o) {
                      fmt::format("tp x dp <= {}", world));
   in.pp = cluster.pipeline_size();
   const std::int64_t used = tp_dp * in.pp;
-  if (in.pp < 1 || used > world)
+  if (in.pp < 1 || used > world) {
+    // The field: the options given on the command line, else the cluster file's section.
+    std::string given;
+    for (const auto& [value, name] :
+         {std::pair{o.pp, "--pp"}, std::pair{o.tp, "--tp"}, std::pair{o.dp, "--dp"}})
+      if (value > 0) given += (given.empty() ? "" : "/") + std::string(name);
     throw InputError(
-        SourceLocation{cluster.source, 0, 0}, o.pp > 0 ? "--pp" : "parallel.pp",
-        fmt::format("pp {} x tp {} x dp {} = {} exceeds the cluster's {} devices ({} nodes x {})", in.pp,
-                    cluster.tp, cluster.dp, used, world, cluster.nodes, cluster.devices_per_node),
+        SourceLocation{cluster.source, 0, 0}, given.empty() ? "parallel.pp" : given,
+        fmt::format("pp {} x tp {} x dp {} = {} exceeds the cluster's {} devices ({} node{} x {})", in.pp,
+                    cluster.tp, cluster.dp, used, world, cluster.nodes, cluster.nodes == 1 ? "" : "s",
+                    cluster.devices_per_node),
         fmt::format("pp <= {}", world / tp_dp));
+  }
   // Every pipeline device needs at least one stage and a stage at least one layer.
   if (in.pp > static_cast<int>(model.layers.size()))
     throw InputError(SourceLocation{o.pp > 0 ? "command line" : cluster.source, 0, 0},

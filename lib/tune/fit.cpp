@@ -16,6 +16,14 @@ namespace {
 /// The most steps tried per kind of change (each is one baseline built and simulated).
 constexpr int kMaxTries = 64;
 
+/// `change`, with the cluster it needs when pp x tp x dp exceeds the one planned for.
+std::string on_cluster(const std::string& change, const PlannerInputs& inputs, int pp, int tp) {
+  const std::int64_t ranks = static_cast<std::int64_t>(pp) * tp * inputs.cluster.dp;
+  if (ranks <= inputs.cluster.world()) return change;
+  return fmt::format("{} (on a cluster of at least {} devices: pp {} x tp {} x dp {}; {} has {})", change,
+                     ranks, pp, tp, inputs.cluster.dp, inputs.cluster.name, inputs.cluster.world());
+}
+
 /// Does a 1F1B plan on the balanced partition fit the memory limit under `in`?
 bool fits(const PlannerInputs& in) {
   BaselineOptions o;
@@ -85,11 +93,7 @@ FitAdvice advise_fit(const PlannerInputs& inputs, const Plan& plan, bool costs_f
     PlannerInputs in = inputs;
     in.pp = pp;
     if (!fits(in)) continue;
-    const std::int64_t ranks = static_cast<std::int64_t>(pp) * inputs.cluster.tp * inputs.cluster.dp;
-    advice.changes.push_back(ranks <= inputs.cluster.world()
-                                 ? fmt::format("--pp {}", pp)
-                                 : fmt::format("--pp {} (on a cluster of at least {} devices; {} has {})", pp,
-                                               ranks, inputs.cluster.name, inputs.cluster.world()));
+    advice.changes.push_back(on_cluster(fmt::format("--pp {}", pp), inputs, pp, inputs.cluster.tp));
     break;
   }
   // More tensor parallelism and fewer sequences per micro-batch change the costs: verified with an
@@ -104,7 +108,7 @@ FitAdvice advise_fit(const PlannerInputs& inputs, const Plan& plan, bool costs_f
     PlannerInputs in = inputs;
     in.cluster.tp = tp;
     if (!fits(reestimated(in))) continue;
-    advice.changes.push_back(fmt::format("--tp {}", tp));
+    advice.changes.push_back(on_cluster(fmt::format("--tp {}", tp), inputs, inputs.pp, tp));
     break;
   }
   for (int mb = inputs.model.training.micro_batch / 2; mb >= 1; mb /= 2) {

@@ -128,6 +128,15 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
     CHECK_THAT(msg,
                Catch::Matchers::Contains("--pp: pp 16 x tp 1 x dp 1 = 16 exceeds the cluster's 8 devices"));
     CHECK_THAT(msg, Catch::Matchers::Contains("(expected pp <= 8)"));
+    CHECK_THAT(msg, Catch::Matchers::Contains("(1 node x 8)"));
+  }
+  SECTION("pp x tp too large for the cluster: the error names the options given") {
+    o.pp = 4;
+    o.tp = 4;
+    const std::string msg = load_error(o);
+    CHECK_THAT(
+        msg, Catch::Matchers::Contains("--pp/--tp: pp 4 x tp 4 x dp 1 = 16 exceeds the cluster's 8 devices"));
+    CHECK_THAT(msg, Catch::Matchers::Contains("(expected pp <= 2)"));
   }
   SECTION("tp x dp too large for the cluster") {
     o.tp = 4;

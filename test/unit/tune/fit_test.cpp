@@ -3,6 +3,8 @@
 
 #include "tune/fit.hpp"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -104,6 +106,34 @@ TEST_CASE("fit advice: recompute, TP and micro-batch changes are verified with e
     }
     CHECK(one_f_one_b(changed).predicted->fits_memory);
   }
+}
+
+TEST_CASE("fit advice names the cluster a change needs when it exceeds the one planned for", "[tune][fit]") {
+  // tiny-hybrid on all 8 devices of the default h100x8, just under its 1F1B peak: more PP or TP
+  // needs more than 8 devices.
+  const double peak =
+      static_cast<double>(one_f_one_b(inputs("tiny-hybrid", 8, 4)).predicted->max_peak_memory_bytes);
+  const PlannerInputs in = inputs("tiny-hybrid", 8, 0.97 * to_gib(peak));
+  const Plan plan = one_f_one_b(in);
+  REQUIRE_FALSE(plan.predicted->fits_memory);
+  const FitAdvice advice = advise_fit(in, plan, false);
+  bool sized = false;
+  for (const std::string& change : advice.changes) {
+    INFO(change);
+    if (change.rfind("--tp ", 0) == 0) {
+      const int tp = std::stoi(change.substr(5));
+      CHECK_THAT(change,
+                 Catch::EndsWith(fmt::format("(on a cluster of at least {} devices: pp 8 x tp {} x dp 1; "
+                                             "h100x8 has 8)",
+                                             8 * tp, tp)));
+      sized = true;
+    }
+    if (change.rfind("--pp ", 0) == 0) {
+      CHECK_THAT(change, Catch::Contains("(on a cluster of at least"));
+      sized = true;
+    }
+  }
+  CHECK(sized);
 }
 
 }  // namespace octo
