@@ -11,6 +11,7 @@
 #include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/units.hpp"
 #include "interop/hf_config.hpp"
 
 namespace octoplan {
@@ -39,7 +40,8 @@ int run(const ImportHfArgs& a) {
              "  model {}: {} layers ({} blocks between the embedding and the LM head), vocab {}, hidden {}, "
              "seq {}\n",
              m.name, m.layers.size(), m.layers.size() - 2, m.vocab, m.hidden, m.seq_len);
-  fmt::print(out, "  parameters {:.3f} B total, {:.3f} B active per token\n", total / 1e9, active / 1e9);
+  fmt::print(out, "  parameters {} total, {} active per token\n", octo::human_count(total),
+             octo::human_count(active));
   for (const std::string& n : imported.notes) fmt::print(out, "  not modelled: {}\n", n);
   if (a.output.empty()) {
     fmt::print("{}", imported.yaml);

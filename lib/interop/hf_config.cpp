@@ -141,6 +141,23 @@ const Family* find_family(std::string_view architecture, std::string_view model_
   return nullptr;
 }
 
+/// Hugging Face builds the config from `model_type`, the model from `architectures`: a model_type
+/// that belongs to another architecture octoplan knows (LlamaForCausalLM with "mixtral") is a
+/// contradiction; one octoplan does not know (a fine-tune's own) is left to the architecture.
+void check_model_type(Config& c, const Family& family, std::string_view architecture,
+                      std::string_view model_type) {
+  if (architecture.empty() || model_type.empty()) return;
+  const auto at = std::find(family.architectures.begin(), family.architectures.end(), architecture);
+  const std::string_view expected =
+      family.model_types[static_cast<std::size_t>(at - family.architectures.begin())];
+  if (model_type == expected) return;
+  for (const Family& f : families())
+    if (std::find(f.model_types.begin(), f.model_types.end(), model_type) != f.model_types.end())
+      c.fail("model_type",
+             fmt::format("\"{}\" belongs to another architecture than {}", model_type, architecture),
+             fmt::format("\"{}\", or the architecture of \"{}\"", expected, model_type));
+}
+
 }  // namespace
 
 // --- Config ---------------------------------------------------------------------------------
@@ -365,6 +382,8 @@ HfImport import_hf_config(std::string_view text, const std::string& source, cons
                      fmt::format("{} is not an architecture octoplan can import",
                                  architecture.empty() ? model_type : architecture),
                      fmt::format("one of {}", fmt::join(hf_architectures(), ", ")));
+
+  hf::check_model_type(c, *family, architecture, model_type);
 
   hf::Draft d;
   d.micro_batch = o.micro_batch;

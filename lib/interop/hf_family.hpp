@@ -118,7 +118,7 @@ struct Draft {
 struct Family {
   std::string_view name;
   std::vector<std::string_view> architectures;  ///< HF class names (config "architectures")
-  std::vector<std::string_view> model_types;    ///< config "model_type" values
+  std::vector<std::string_view> model_types;    ///< config "model_type" values, one per architecture
   void (*map)(Config& config, Draft& draft);
 };
 

@@ -50,7 +50,20 @@ void map_nemotron_h(Config& c, Draft& d) {
   std::string_view pattern_key = "hybrid_override_pattern";
   if (c.has("hybrid_override_pattern")) {
     pattern = c.string("hybrid_override_pattern");
-    c.ignore({"layers_block_type"});
+    // Both keys (newer configs write both): the same layers, or the config contradicts itself.
+    if (c.has("layers_block_type")) {
+      const std::string listed = symbols_from_block_types(c);
+      std::size_t i = 0;
+      while (i < listed.size() && i < pattern.size() && listed[i] == pattern[i]) ++i;
+      if (i < listed.size() || i < pattern.size())
+        c.fail(
+            "layers_block_type",
+            i < listed.size() && i < pattern.size()
+                ? fmt::format("layer {} is '{}' here but '{}' in hybrid_override_pattern", i, listed[i],
+                              pattern[i])
+                : fmt::format("{} layers, but hybrid_override_pattern has {}", listed.size(), pattern.size()),
+            "the layers of hybrid_override_pattern (or only one of the two keys)");
+    }
   } else if (c.has("layers_block_type")) {
     pattern_key = "layers_block_type";
     pattern = symbols_from_block_types(c);

@@ -47,6 +47,10 @@ void map_transformer(Config& c, Draft& d) {
     expert_ffn = c.integer("moe_intermediate_size");
     const std::int64_t step = c.integer_or("decoder_sparse_step", 1);
     const std::vector<std::int64_t> dense_only = c.integers("mlp_only_layers");
+    for (std::int64_t i : dense_only)
+      if (i >= layers)
+        c.fail("mlp_only_layers", fmt::format("layer {} does not exist (num_hidden_layers {})", i, layers),
+               fmt::format("layer indices 0 .. {}", layers - 1));
     for (std::int64_t i = 0; i < layers; ++i)
       moe[static_cast<std::size_t>(i)] =
           (i + 1) % step == 0 && std::find(dense_only.begin(), dense_only.end(), i) == dense_only.end();

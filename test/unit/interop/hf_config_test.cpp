@@ -323,6 +323,51 @@ TEST_CASE("import-hf: malformed configs fail at the key, whatever the leniency")
   CHECK(contains(error_of("[1, 2]"), "a JSON object"));
 }
 
+TEST_CASE("import-hf: a config that contradicts itself is an error naming the key, whatever the leniency") {
+  octo::HfImportOptions lenient;
+  lenient.lenient = true;
+  // Both layer keys (newer Nemotron-H configs write both): they must list the same layers.
+  std::string both = kNemotronH8b;
+  std::string types;
+  for (const char c : std::string("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"))
+    types += std::string(types.empty() ? "" : ", ") + (c == 'M'   ? "\"mamba\""
+                                                       : c == '*' ? "\"attention\""
+                                                                  : "\"mlp\"");
+  both.insert(both.rfind("\n}"), ",\n  \"layers_block_type\": [" + types + "]");
+  check_same_model(octo::import_hf_config(both, "both.json").model, zoo("nemotron-h-8b"));
+  std::string disagree = both;
+  disagree.replace(disagree.find("[\"mamba\""), 8, "[\"attention\"");
+  const std::string e = error_of(disagree, lenient);
+  CHECK(contains(e, "layers_block_type: layer 0 is '*' here but 'M' in hybrid_override_pattern"));
+  std::string shorter = both;
+  shorter.replace(shorter.rfind(", \"mlp\"]"), 8, "]");  // the last layer left out
+  CHECK(contains(error_of(shorter, lenient),
+                 "layers_block_type: 51 layers, but hybrid_override_pattern has 52"));
+
+  // A dense-only layer index past the last layer (a typo, or a config of another depth).
+  const std::string qwen3 = R"({
+    "architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144,
+    "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+    "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8, "mlp_only_layers": [0, 48],
+    "hidden_act": "silu", "vocab_size": 151936, "max_position_embeddings": 40960})";
+  CHECK(
+      contains(error_of(qwen3, lenient), "mlp_only_layers: layer 48 does not exist (num_hidden_layers 48)"));
+
+  // model_type of another known architecture; one octoplan does not know is left to the architecture.
+  const std::string llama = R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "vocab_size": 128256, "max_position_embeddings": 8192})";
+  CHECK(contains(error_of(llama, lenient),
+                 "model_type: \"mixtral\" belongs to another architecture than LlamaForCausalLM"));
+  std::string own = llama;
+  own.replace(own.find("\"mixtral\""), 9, "\"my_llama\"");
+  CHECK(octo::import_hf_config(own, "own.json").model.layers.size() == 34);
+  std::string matching = llama;
+  matching.replace(matching.find("\"mixtral\""), 9, "\"llama\"");
+  CHECK(octo::import_hf_config(matching, "llama.json").model.layers.size() == 34);
+}
+
 TEST_CASE("import-hf: every shipped config imports, and those of zoo models give the zoo model") {
   const std::string dir = std::string(OCTO_SOURCE_DIR) + "/profiles/hf";
   std::size_t n = 0;
