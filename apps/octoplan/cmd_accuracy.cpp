@@ -26,7 +26,7 @@ struct AccuracyArgs {
 };
 
 int run(const AccuracyArgs& a) {
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"--report", a.report}}, {a.plan, a.run_report});
   // The plan passes the one check of a plan (as octorun checked it before running it).
   octo::CheckOptions check;
   check.require_fit = false;

@@ -64,9 +64,8 @@ int run(const BaselineArgs& a) {
   options.schedule = a.schedule;
   options.partition = octo::parse_partition_kind(a.partition);
   options.chunks = a.chunks;
-  octo::check_output_path(a.output, "-o");
-  octo::check_output_path(a.trace, "--trace");
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"-o", a.output}, {"--trace", a.trace}, {"--report", a.report}},
+                           {a.inputs.model_path, a.inputs.cluster_path, a.inputs.costs_path});
 
   const octo::PlannerInputs inputs = octo::load_inputs(a.inputs);
   octo::Plan plan = octo::build_baseline(inputs, options);

@@ -36,7 +36,7 @@ const char* verdict(bool checked, bool ok, const char* good, const char* bad) {
 }
 
 int run(const CheckArgs& a) {
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"--report", a.report}}, {a.plan});
   // Parse only: check_plan reports the semantic problems itself, all of them.
   octo::LoadOptions load;
   load.validate = false;

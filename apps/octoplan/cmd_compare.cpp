@@ -26,7 +26,8 @@ struct CompareArgs {
 };
 
 int run(CompareArgs& a) {
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"--report", a.report}},
+                           {a.inputs.model_path, a.inputs.cluster_path, a.inputs.costs_path});
   octo::PlannerInputs inputs = a.search_parallel ? search_inputs(a.inputs) : octo::load_inputs(a.inputs);
   const octo::InterruptFlag interrupt;  // Ctrl-C ends the search; the comparison is still printed
   a.tune.options.stop = &interrupt.flag();

@@ -63,8 +63,7 @@ int run(const EstimateArgs& a) {
     octo::fail_usage("command line: --tp: {} exceeds the {} devices of cluster {} (expected at most {})",
                      a.tp, cluster.world(), cluster.name, cluster.world());
   const octo::CostProfile costs = octo::estimate_costs(model, cluster, {0, 0, a.tp});
-  octo::check_output_path(a.output, "-o");
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"-o", a.output}, {"--report", a.report}}, {a.model_path, a.cluster_path});
 
   std::vector<KindRow> rows;
   KindRow total{"total"};

@@ -40,9 +40,7 @@ int export_torch(const ExportArgs& a, const octo::Plan& plan) {
   if (a.output.empty())
     throw octo::Error("export --format torch-csv: give the CSV to write with -o FILE.csv");
   const std::string stages = a.stages_output.empty() ? stages_path_for(a.output) : a.stages_output;
-  octo::check_output_path(stages, "--stages-out");
-  if (std::filesystem::weakly_canonical(stages) == std::filesystem::weakly_canonical(a.output))
-    throw octo::Error(fmt::format("export: the stage file and the CSV would both be {}", a.output));
+  octo::check_output_paths({{"-o", a.output}, {"--stages-out", stages}, {"--report", a.report}}, {a.plan});
   octo::TorchExportOptions o;
   o.comms = a.comms;
   o.strip_recompute = a.strip_recompute;
@@ -97,8 +95,7 @@ int export_megatron(const ExportArgs& a, const octo::Plan& plan) {
 }
 
 int run(const ExportArgs& a) {
-  octo::check_output_path(a.output, "-o");
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"-o", a.output}, {"--report", a.report}}, {a.plan});
   if (a.format != "torch-csv" && (a.comms || a.strip_recompute || !a.stages_output.empty()))
     throw octo::Error("--comms, --strip-recompute and --stages-out apply to --format torch-csv");
   const octo::Plan plan = octo::load_plan(a.plan);  // validated and deadlock-checked

@@ -25,8 +25,7 @@ struct ImportHfArgs {
 };
 
 int run(const ImportHfArgs& a) {
-  octo::check_output_path(a.output, "-o");
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"-o", a.output}, {"--report", a.report}}, {a.config});
   const octo::HfImport imported = octo::load_hf_config(a.config, a.options);
   const octo::ModelSpec& m = imported.model;
   const double total = static_cast<double>(octo::total_params(m));

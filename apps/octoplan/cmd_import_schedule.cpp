@@ -43,8 +43,7 @@ struct ImportScheduleArgs {
 }
 
 int run(ImportScheduleArgs a) {
-  octo::check_output_path(a.output, "-o");
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"-o", a.output}, {"--report", a.report}}, {a.csv, a.stages});
   const std::string csv = octo::read_file(a.csv);
 
   // The layout the CSV does not carry: from the stage file, or from --stage-layers.

@@ -34,9 +34,8 @@ struct PlanArgs {
 };
 
 int run(PlanArgs& a) {
-  octo::check_output_path(a.output, "-o");
-  octo::check_output_path(a.trace, "--trace");
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"-o", a.output}, {"--trace", a.trace}, {"--report", a.report}},
+                           {a.inputs.model_path, a.inputs.cluster_path, a.inputs.costs_path});
   octo::PlannerInputs inputs = a.search_parallel ? search_inputs(a.inputs) : octo::load_inputs(a.inputs);
   // Ctrl-C / SIGTERM end the search, not the process: the best plan so far is still written.
   const octo::InterruptFlag interrupt;

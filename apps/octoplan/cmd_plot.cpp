@@ -34,7 +34,7 @@ struct PlotArgs {
 };
 
 int run(const PlotArgs& a) {
-  octo::check_output_path(a.output, "-o");
+  octo::check_output_paths({{"-o", a.output}}, {a.plan, a.compare, a.run});
   if (a.plan.empty() == a.compare.empty())
     throw octo::Error("plot: give a PLAN, or --compare COMPARE.json (not both)");
   std::string svg;

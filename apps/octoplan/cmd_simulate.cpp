@@ -33,8 +33,7 @@ struct SimulateArgs {
 };
 
 int run(const SimulateArgs& a) {
-  octo::check_output_path(a.trace, "--trace");
-  octo::check_output_path(a.report, "--report");
+  octo::check_output_paths({{"--trace", a.trace}, {"--report", a.report}}, {a.plan});
   // The one check of a plan (octoplan check, octorun); memory over the limit is shown, not refused.
   octo::CheckOptions check;
   check.memory_limit_gib = a.memory_limit_gib;

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -152,6 +154,34 @@ std::string read_file(const std::string& path) {
 void check_output_path(const std::string& path, std::string_view option) {
   if (path.empty()) return;
   (void)resolve_output(path, option);
+}
+
+void check_output_paths(std::initializer_list<OutputPath> outputs,
+                        std::initializer_list<std::string_view> inputs) {
+  namespace fs = std::filesystem;
+  const auto identity = [](const std::string& path) {
+    std::error_code ec;
+    const fs::path p = fs::weakly_canonical(path, ec);
+    return ec ? fs::absolute(path).lexically_normal().string() : p.string();
+  };
+  std::vector<std::pair<std::string, std::string_view>> seen;  // (identity, option) of file outputs
+  for (const OutputPath& o : outputs) {
+    if (o.path.empty()) continue;
+    const OutputTarget t = resolve_output(o.path, o.option);
+    if (t.plain || t.fd >= 0) continue;
+    const std::string id = identity(t.path);
+    for (const auto& [other, option] : seen)
+      if (other == id)
+        fail_output("{} {}: is also the {} output (each output needs a file of its own)", o.option, o.path,
+                    option);
+    for (std::string_view in : inputs) {
+      std::error_code ec;
+      if (!in.empty() && fs::is_regular_file(std::string(in), ec) && identity(std::string(in)) == id)
+        fail_output("{} {}: is an input of this command; writing it would replace what was read", o.option,
+                    o.path);
+    }
+    seen.emplace_back(id, o.option);
+  }
 }
 
 void write_file_atomic(const std::string& path, std::string_view contents, int fifo_wait_ms) {

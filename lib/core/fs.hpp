@@ -4,6 +4,7 @@
 /// leaves it half-written), while a special file given as an output (a character device such as
 /// /dev/null, a FIFO) is written in place and never renamed over.
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,19 @@ namespace octo {
 /// bytes (a socket, a block device). `option` names the flag in the message ("-o", "--report").
 /// An empty path (output not requested) passes.
 void check_output_path(const std::string& path, std::string_view option);
+
+/// One output of a command: its option ("-o", "--trace") and path (empty: not requested).
+struct OutputPath {
+  std::string_view option;
+  std::string path;
+};
+
+/// check_output_path for each output, then refuses (octo::OutputError) two outputs that name the
+/// same file (regular or new: the later write would replace the earlier one) and an output that is
+/// one of the command's `inputs` (the report would replace the plan it was made from). Special
+/// files (/dev/null, /dev/stdout, a FIFO) may be shared. Call before any work.
+void check_output_paths(std::initializer_list<OutputPath> outputs,
+                        std::initializer_list<std::string_view> inputs = {});
 
 /// How long write_file_atomic waits for a FIFO output to get a reader before it gives up.
 inline constexpr int kFifoReaderWaitMs = 10'000;

@@ -148,6 +148,15 @@ exit-codes)
   expect_code 3 "nowhere.yaml" "$octoplan" estimate "$work/nowhere.yaml"
   mkdir "$work/dir"
   expect_code 4 "is a directory" "$octoplan" estimate "${tiny[@]}" -o "$work/dir"
+  # One file for two outputs, or an output over an input: refused before any work, nothing changed.
+  echo keep > "$work/same.json"
+  expect_code 4 "--trace .*same.json: is also the -o output" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b \
+    --pp 2 -o "$work/same.json" --trace "$work/same.json"
+  [[ $(cat "$work/same.json") == keep ]] || fail "a refused output pair changed the file"
+  cp plans/tiny-hybrid.1f1b.cpu2.json "$work/in.json"
+  expect_code 4 "--report .*in.json: is an input of this command" "$octoplan" simulate "$work/in.json" \
+    --report "$work/in.json"
+  cmp -s plans/tiny-hybrid.1f1b.cpu2.json "$work/in.json" || fail "the report replaced the plan it read"
   expect_code 5 "does not fit.*--pp|does not fit.*recompute" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 2 \
     --memory-limit-gib 0.001 -o "$work/p.json"
   [[ ! -e "$work/p.json" ]] || fail "a plan that does not fit was written"

@@ -80,6 +80,29 @@ TEST_CASE("outputs that cannot be written are refused untouched", "[fs]") {
   CHECK_NOTHROW(check_output_path(dir / "new.json", "-o"));
 }
 
+TEST_CASE("two outputs naming one file, or an output naming an input, are refused", "[fs]") {
+  TempDir dir;
+  const std::string plan = dir / "plan.json";
+  write_file_atomic(plan, "{}\n");
+  CHECK_THROWS_AS(check_output_paths({{"-o", plan}, {"--trace", plan}}), OutputError);
+  CHECK_THROWS_WITH(check_output_paths({{"-o", dir / "new.json"}, {"--report", dir / "new.json"}}),
+                    Catch::Contains("--report " + (dir / "new.json") + ": is also the -o output"));
+  // The same file under another spelling, and through a symbolic link.
+  fs::create_directory(dir / "sub");
+  fs::create_symlink(plan, dir / "link.json");
+  CHECK_THROWS_WITH(check_output_paths({{"-o", plan}, {"--trace", dir / "sub/../plan.json"}}),
+                    Catch::Contains("is also the -o output"));
+  CHECK_THROWS_WITH(check_output_paths({{"-o", dir / "link.json"}, {"--report", plan}}),
+                    Catch::Contains("is also the -o output"));
+  CHECK_THROWS_WITH(check_output_paths({{"--report", dir / "link.json"}}, {plan}),
+                    Catch::Contains("is an input of this command"));
+  CHECK(slurp(plan) == "{}\n");
+  // Distinct files, outputs not requested, special files shared, inputs that are not files: fine.
+  CHECK_NOTHROW(
+      check_output_paths({{"-o", plan}, {"--trace", dir / "t.json"}, {"--report", ""}}, {"", dir / "x"}));
+  CHECK_NOTHROW(check_output_paths({{"-o", "/dev/null"}, {"--trace", "/dev/null"}}, {"/dev/null"}));
+}
+
 TEST_CASE("a FIFO output is written in place, not replaced", "[fs]") {
   TempDir dir;
   const std::string fifo = dir / "fifo";
