@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "core/exit_code.hpp"
+#include "core/units.hpp"
 #include "spec/limits.hpp"
 
 namespace octo::cli {
@@ -56,6 +57,22 @@ inline CLI::Validator number(double lo, bool inclusive = false) {
         return {};
       },
       inclusive ? fmt::format("NUMBER >= {}", lo) : fmt::format("NUMBER > {}", lo), "number");
+}
+
+/// A memory size in GiB: at least kMinMemoryGib (1 MiB), finite.
+inline CLI::Validator memory_gib() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(v))
+          return fmt::format("must be a finite number of GiB (got '{}')", text);
+        if (!(v >= kMinMemoryGib))
+          return fmt::format("must be at least 1 MiB = {} GiB (got {})", kMinMemoryGib, text);
+        return {};
+      },
+      "GiB >= 1 MiB", "memory size");
 }
 
 /// A seed: any integer in [0, 2^64).

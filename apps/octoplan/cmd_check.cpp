@@ -124,7 +124,7 @@ Runner setup(CLI::App& app) {
   cmd->add_option("plan", args.plan, "Plan file (JSON)")->required();
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the one the plan was made for)")
-      ->check(octo::cli::number(0));
+      ->check(octo::cli::memory_gib());
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

@@ -78,7 +78,7 @@ Runner setup(CLI::App& app) {
   cmd->add_flag("--comm", args.comm, "Also draw each device's comm stream (SEND/RECV)");
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the device's memory)")
-      ->check(octo::cli::number(0));
+      ->check(octo::cli::memory_gib());
   cmd->add_option("-o,--output", args.output, "SVG file to write")->required();
   return [] { return run(args); };
 }

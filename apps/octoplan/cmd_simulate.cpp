@@ -111,7 +111,7 @@ Runner setup(CLI::App& app) {
                   "Also write the simulated timeline as a Chrome/Perfetto trace (JSON)");
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the one the plan was made for)")
-      ->check(octo::cli::number(0));
+      ->check(octo::cli::memory_gib());
   cmd->add_option("--critical-path", args.path_lines, "Critical-path ops to print (default 12)")
       ->check(octo::cli::integer(0));
   add_report_option(cmd, args.report);

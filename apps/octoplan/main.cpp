@@ -58,7 +58,7 @@ void add_input_options(CLI::App* cmd, octo::InputOptions& o) {
       ->check(cli::integer(1, octo::kMaxInputInteger, "the bound of seq_len in a model file"));
   cmd->add_option("--memory-limit-gib", o.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the device's memory)")
-      ->check(cli::number(0));
+      ->check(cli::memory_gib());
 }
 
 void add_report_option(CLI::App* cmd, std::string& path) {

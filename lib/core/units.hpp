@@ -11,6 +11,9 @@ namespace octo {
 inline constexpr double kKiB = 1024.0;
 inline constexpr double kMiB = 1024.0 * kKiB;
 inline constexpr double kGiB = 1024.0 * kMiB;
+/// The smallest memory size accepted for a device or a limit (1 MiB): anything smaller is a typo
+/// (and a size that rounds to 0 bytes would read as "no limit").
+inline constexpr double kMinMemoryGib = kMiB / kGiB;
 
 inline constexpr double kUsPerMs = 1000.0;
 inline constexpr double kMsPerS = 1000.0;

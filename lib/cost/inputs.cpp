@@ -201,9 +201,9 @@ PlannerInputs load_inputs(const InputOptions& o) {
   }
 
   if (o.memory_limit_gib) {
-    if (!(*o.memory_limit_gib > 0) || !std::isfinite(*o.memory_limit_gib))
-      option_error("--memory-limit-gib", fmt::format("{} is not a positive size", *o.memory_limit_gib),
-                   "a size in GiB > 0");
+    if (!(*o.memory_limit_gib >= kMinMemoryGib) || !std::isfinite(*o.memory_limit_gib))
+      option_error("--memory-limit-gib", fmt::format("{} is not a memory size", *o.memory_limit_gib),
+                   fmt::format("a size in GiB of at least 1 MiB ({})", kMinMemoryGib));
     in.memory_limit_bytes = *o.memory_limit_gib * kGiB;
   } else {
     // The smallest device any pipeline rank runs on bounds every stage placed there.

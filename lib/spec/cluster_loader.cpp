@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/embedded.hpp"
+#include "core/units.hpp"
 #include "spec/loader.hpp"
 #include "spec/yaml_reader.hpp"
 
@@ -24,7 +25,7 @@ DeviceKind parse_device(const MapReader& top) {
       top.map("device", {"name", "memory_gib", "peak_tflops", "memory_bandwidth_gbs", "efficiency"});
   DeviceKind kind;
   kind.name = d.string("name");
-  kind.memory_gib = d.number("memory_gib");
+  kind.memory_gib = d.number("memory_gib", kMinMemoryGib, 1e300, false);
   MapReader peak = d.map("peak_tflops", {"bf16", "fp32"});
   kind.peak_tflops_bf16 = peak.number("bf16");
   kind.peak_tflops_fp32 = peak.number("fp32");

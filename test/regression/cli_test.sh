@@ -146,6 +146,11 @@ exit-codes)
   expect_code 2 "--frobnicate" "$octoplan" estimate "${tiny[@]}" --frobnicate
   expect_code 2 "--steps: must be at least 1" "$bin/octorun" plans/tiny-hybrid.1f1b.cpu2.json --steps 0
   expect_code 3 "nowhere.yaml" "$octoplan" estimate "$work/nowhere.yaml"
+  # A limit that would round to 0 bytes ("no limit": everything fits) is refused.
+  expect_code 2 "--memory-limit-gib: must be at least 1 MiB" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b \
+    --pp 2 --memory-limit-gib 1e-10 -o "$work/p.json"
+  expect_code 2 "--memory-limit-gib: must be at least 1 MiB" "$octoplan" check plans/tiny-hybrid.1f1b.cpu2.json \
+    --memory-limit-gib 1e-10
   mkdir "$work/dir"
   expect_code 4 "is a directory" "$octoplan" estimate "${tiny[@]}" -o "$work/dir"
   # One file for two outputs, or an output over an input: refused before any work, nothing changed.

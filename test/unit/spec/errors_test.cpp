@@ -354,7 +354,10 @@ TEST_CASE("cluster: malformed inputs") {
       "10:3: links.intra_nod: unknown key; did you mean 'intra_node'? (expected one of intra_node, "
       "inter_node)");
   check_cluster_error(replace(kCluster, "memory_gib: 80", "memory_gib: -80"),
-                      "6:15: device.memory_gib: must not be negative (expected a number > 0)");
+                      "6:15: device.memory_gib: -80 is out of range (expected a number >= 0.0009765625)");
+  // A size that would round to 0 bytes (read as "no limit") is refused, as is any below 1 MiB.
+  check_cluster_error(replace(kCluster, "memory_gib: 80", "memory_gib: 1e-300"),
+                      "6:15: device.memory_gib: 1e-300 is out of range (expected a number >= 0.0009765625)");
   check_cluster_error(
       replace(kCluster, "  memory_bandwidth_gbs: 3350", "  memory_bandwidth_gbs: 3350\n  efficiency: 1.5"),
       "9:15: device.efficiency: 1.5 is out of range (expected a number > 0 and <= 1)");
