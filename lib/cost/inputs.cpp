@@ -167,7 +167,10 @@ PlannerInputs load_inputs(const InputOptions& o) {
     std::string given;
     for (const auto& [value, name] :
          {std::pair{o.pp, "--pp"}, std::pair{o.tp, "--tp"}, std::pair{o.dp, "--dp"}})
-      if (value > 0) given += (given.empty() ? "" : "/") + std::string(name);
+      if (value > 0) {
+        if (!given.empty()) given += '/';
+        given += name;
+      }
     throw InputError(
         SourceLocation{cluster.source, 0, 0}, given.empty() ? "parallel.pp" : given,
         fmt::format("pp {} x tp {} x dp {} = {} exceeds the cluster's {} devices ({} node{} x {})", in.pp,

@@ -4,10 +4,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
+#include "spec/limits.hpp"
 #include "spec/yaml_reader.hpp"
 
 namespace octo {
@@ -30,8 +33,12 @@ bool looks_like_iso_date(std::string_view s) {
 }
 
 /// A time or byte count: >= 0 (zero is legal: the embedding has no B, synthetic files are free).
+/// Counts are at most 2^50, as a model's (spec/limits.hpp), and so is each one's sum over the
+/// layers (parse_root): stage sums and memory peaks then stay far inside 64 bits.
 double time_ms(const MapReader& m, std::string_view key) { return m.number(key, 0, 1e300, false); }
-std::int64_t count(const MapReader& m, std::string_view key) { return m.integer(key, 0, kMaxInt64); }
+std::int64_t count(const MapReader& m, std::string_view key) {
+  return m.integer(key, 0, static_cast<std::int64_t>(kMaxModelCount));
+}
 
 LayerCost parse_layer(const YAML::Node& node, const std::string& source, const std::string& path,
                       std::int64_t* repeat) {
@@ -107,6 +114,7 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
              layers_expected);
   if (layers.size() == 0) top.fail("layers", "empty list", layers_expected);
   std::size_t index = 0;
+  double totals[3] = {0, 0, 0};
   for (const auto& entry : layers) {
     const std::string path = fmt::format("layers[{}]", index++);
     std::int64_t repeat = 1;
@@ -115,6 +123,17 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
       yaml::fail_at(source, entry, path + ".repeat", "makes the file longer than the layer limit",
                     fmt::format("at most {} layers in all", kMaxLayers));
     c.layers.insert(c.layers.end(), static_cast<std::size_t>(repeat), layer);
+    // Running sums over the layers so far (repeats included).
+    const std::pair<const char*, std::int64_t> counts[] = {{"activation_bytes", layer.activation_bytes},
+                                                           {"output_bytes", layer.output_bytes},
+                                                           {"params", layer.params}};
+    for (std::size_t k = 0; k < std::size(counts); ++k) {
+      totals[k] += static_cast<double>(repeat) * static_cast<double>(counts[k].second);
+      if (totals[k] > kMaxModelCount)
+        yaml::fail_at(source, entry, fmt::format("{}.{}", path, counts[k].first),
+                      fmt::format("makes the layers' {} add up to more than 2^50", counts[k].first),
+                      "a total over all layers of at most 2^50");
+    }
   }
   return c;
 }

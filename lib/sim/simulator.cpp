@@ -670,7 +670,13 @@ struct Simulator::Run {
       dm.static_bytes = in.static_bytes.empty() ? 0 : in.static_bytes[static_cast<std::size_t>(d)];
       dm.memory_limit_bytes =
           in.memory_limit_bytes.empty() ? 0 : in.memory_limit_bytes[static_cast<std::size_t>(d)];
-      std::int64_t live = 0, peak = 0;
+      // 128 bits: costs and model counts are at most 2^50 bytes per layer, but thousands of live
+      // micro-batches of such layers would wrap 64 bits (and then "fit"); figures saturate at
+      // INT64_MAX, which is over every limit.
+      __int128 live = 0, peak = 0;
+      const auto saturated = [](__int128 x) {
+        return static_cast<std::int64_t>(std::min<__int128>(x, std::numeric_limits<std::int64_t>::max()));
+      };
       int live_mb = 0, peak_mb = 0;
       std::int32_t id = s.offset[static_cast<std::size_t>(d)];
       std::vector<std::int64_t>* live_after = nullptr;
@@ -684,7 +690,7 @@ struct Simulator::Run {
         if (is_comm(op.kind)) {
           ++dm.comm_ops;
           dm.comm_ms += dur;
-          if (live_after) live_after->push_back(live);
+          if (live_after) live_after->push_back(saturated(live));
           continue;
         }
         ++dm.compute_ops;
@@ -694,11 +700,11 @@ struct Simulator::Run {
         peak = std::max(peak, live);
         live_mb += live_microbatch_change(op.kind);
         peak_mb = std::max(peak_mb, live_mb);
-        if (live_after) live_after->push_back(live);
+        if (live_after) live_after->push_back(saturated(live));
       }
       dm.busy_ms += dm.optimizer_ms;
-      dm.peak_activation_bytes = peak;
-      dm.peak_memory_bytes = dm.static_bytes + peak;
+      dm.peak_activation_bytes = saturated(peak);
+      dm.peak_memory_bytes = saturated(static_cast<__int128>(dm.static_bytes) + peak);
       dm.peak_live_microbatches = peak_mb;
       dm.idle_ms = r.makespan_ms - dm.busy_ms;
       busy_total += dm.busy_ms;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -83,7 +84,8 @@ static std::string integer_expectation(std::int64_t min, std::int64_t max) {
   std::string text = min == 1   ? "a positive integer"
                      : min == 0 ? "a non-negative integer"
                                 : fmt::format("an integer >= {}", min);
-  if (max < MapReader::kMaxInt) text += fmt::format(" <= {}", max);
+  if (max != MapReader::kMaxInt && max != std::numeric_limits<std::int64_t>::max())
+    text += fmt::format(" <= {}", max);
   return text;
 }
 

@@ -307,6 +307,18 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "wgrad_bytes: 5", "wgrad_bytes: 11")),
                Catch::Matchers::Contains("layers[0].wgrad_bytes: 11 exceeds activation_bytes 10"));
   }
+  SECTION("byte and parameter counts above 2^50, alone or summed over the layers") {
+    // INT64_MAX activation bytes wrapped the stage sums around and the plan 'fit'.
+    CHECK_THAT(parse_error(replace(with_layer(kLayer), "activation_bytes: 10",
+                                   "activation_bytes: 9223372036854775807")),
+               Catch::Matchers::Contains("layers[0].activation_bytes: 9223372036854775807 is out of range "
+                                         "(expected a non-negative integer <= 1125899906842624)"));
+    CHECK(parse_error(replace(with_layer(kLayer), "params: 3", "params: 1125899906842624")).empty());
+    // 2^49 + 1 parameters, repeated twice: the total passes 2^50 at the entry that repeats them.
+    CHECK_THAT(
+        parse_error(replace(with_layer(kLayer), "params: 3", "params: 562949953421313, repeat: 2")),
+        Catch::Matchers::Contains("layers[0].params: makes the layers' params add up to more than 2^50"));
+  }
   SECTION("layer entry is not a mapping") {
     CHECK_THAT(parse_error(kHeader + "layers:\n  - 3\n"),
                Catch::Matchers::StartsWith("c.yaml:6:5: layers[0]: got a scalar"));

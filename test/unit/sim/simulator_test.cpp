@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -216,6 +217,28 @@ TEST_CASE("peak memory of a hand-sized example: static + activations, B/W frees,
 
   in.memory_limit_bytes = {1479};
   CHECK_FALSE(simulate(plan, in).fits_memory);
+}
+
+TEST_CASE("peak memory beyond 64 bits saturates, over every limit, instead of wrapping around") {
+  // One stage, four micro-batches alive at once, 2^62 activation bytes each: 2^64 live bytes.
+  Plan plan =
+      make_plan(1, 4, {0}, {{F(0, 0), F(0, 1), F(0, 2), F(0, 3), BW(0, 0), BW(0, 1), BW(0, 2), BW(0, 3)}});
+  SimInput in = make_input(1, {cost(1, 1, 1)});
+  in.stages[0].act_bytes = std::int64_t{1} << 62;
+  in.static_bytes = {1000};
+  in.memory_limit_bytes = {std::int64_t{80} << 30};
+  SimOptions timeline;
+  timeline.record_timeline = true;
+  const SimResult r = simulate(plan, in, timeline);
+  const std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  CHECK(r.devices[0].peak_activation_bytes == most);
+  CHECK(r.devices[0].peak_memory_bytes == most);
+  CHECK_FALSE(r.fits_memory);
+  // The live bytes after each op: 2^62, 2^63 - 1 (saturated) ..., back to 0 once all are freed.
+  REQUIRE(r.live_activation_bytes[0].size() == 8);
+  CHECK(r.live_activation_bytes[0][0] == std::int64_t{1} << 62);
+  CHECK(r.live_activation_bytes[0][3] == most);
+  CHECK(r.live_activation_bytes[0][7] == 0);
 }
 
 TEST_CASE("1F1B keeps fewer micro-batches alive than GPipe on device 0") {
