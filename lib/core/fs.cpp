@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace octo {
 namespace {
@@ -140,15 +141,58 @@ int open_plain_output(const std::string& target, const std::string& path, int wa
 
 }  // namespace
 
-std::string read_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory (expected a file)", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file: {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path);
-  return ss.str();
+FileRead try_read_file(const std::string& path, std::size_t max_bytes) {
+  FileRead out;
+  // Non-blocking open, so that a FIFO nobody writes to reads as empty instead of blocking for ever
+  // (the reads below block again: a writer that is there gets its bytes through).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    out.problem = errno == ENOENT ? std::string("file not found")
+                                  : fmt::format("cannot open file: {}", std::strerror(errno));
+    return out;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    out.problem = fmt::format("cannot inspect the file: {}", std::strerror(errno));
+    return out;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    out.problem = "is a directory";
+    return out;
+  }
+  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (S_ISREG(st.st_mode) && st.st_size > 0)
+    out.bytes.reserve(static_cast<std::size_t>(
+        std::min<std::uintmax_t>(static_cast<std::uintmax_t>(st.st_size), max_bytes)));
+  std::vector<char> buffer(std::size_t{1} << 16);
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      out.problem = fmt::format("read error: {}", std::strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    if (static_cast<std::size_t>(n) > max_bytes - out.bytes.size()) {
+      out.problem = fmt::format(
+          "larger than {} ({})", human_bytes(static_cast<double>(max_bytes)),
+          S_ISREG(st.st_mode) ? "not a description octoplan reads" : "a device such as /dev/zero never ends");
+      break;
+    }
+    out.bytes.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  if (!out.problem.empty()) out.bytes.clear();
+  return out;
+}
+
+std::string read_file(const std::string& path, std::size_t max_bytes) {
+  FileRead r = try_read_file(path, max_bytes);
+  if (!r.problem.empty()) fail("{}: {}", path, r.problem);
+  return std::move(r.bytes);
 }
 
 void check_output_path(const std::string& path, std::string_view option) {

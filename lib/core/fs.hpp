@@ -4,14 +4,29 @@
 /// leaves it half-written), while a special file given as an output (a character device such as
 /// /dev/null, a FIFO) is written in place and never renamed over.
 
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 
 namespace octo {
 
-/// Reads a whole file; throws octo::Error naming the path when it cannot.
-[[nodiscard]] std::string read_file(const std::string& path);
+/// The most bytes an input description is read to (1 GiB): more is not a description but, say,
+/// /dev/zero. Token data and checkpoints are read without this bound.
+inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
+inline constexpr std::size_t kNoReadLimit = static_cast<std::size_t>(-1);
+
+/// A whole file's bytes, or why it could not be read ("file not found", "is a directory", "larger
+/// than 1.0 GiB ..."; then no bytes). Pipes, /dev/stdin and FIFOs are read too: a FIFO nobody
+/// writes to reads as empty instead of blocking for ever.
+struct FileRead {
+  std::string bytes;
+  std::string problem;  ///< empty: read
+};
+[[nodiscard]] FileRead try_read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
+
+/// try_read_file, throwing octo::Error "PATH: problem" when it could not.
+[[nodiscard]] std::string read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
 
 /// Refuses an output path early (before any work), with octo::OutputError: its folder is missing,
 /// it names a folder, a dangling symbolic link, or a special file that cannot take a stream of

@@ -288,7 +288,7 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
         for (int k = 0; k < 4; ++k) lf.bytes |= static_cast<std::uint64_t>(row[3 + k]) << (16 * k);
         // Verify what the file system holds before the checkpoint can be used.
         const std::string path = (tmp / lf.file).string();
-        const std::string back = read_file(path);
+        const std::string back = read_file(path, kNoReadLimit);
         if (back.size() != lf.bytes || crc32(back) != lf.crc32)
           fail("{} reads back as {} bytes with CRC-32 {}, written as {} bytes with CRC-32 {}", path,
                back.size(), hex32(crc32(back)), lf.bytes, hex32(lf.crc32));
@@ -407,7 +407,7 @@ void load_checkpoint(const std::string& checkpoint, const CheckpointManifest& ma
     if (layer >= manifest.files.size()) fail("{}: layers: no entry for layer {}", manifest_path, layer);
     const CheckpointManifest::LayerFile& lf = manifest.files[layer];
     const std::string path = (fs::path(checkpoint) / lf.file).string();
-    const std::string bytes = read_file(path);
+    const std::string bytes = read_file(path, kNoReadLimit);
     if (bytes.size() != lf.bytes)
       fail(
           "{}: {} bytes, but the manifest records {} (layers[{}].bytes): the file is truncated or was "

@@ -25,7 +25,7 @@ std::vector<std::size_t> paragraph_lengths(std::string_view text) {
 
 TokenizeSummary tokenize_to_indexed_dataset(const std::string& text_path, const std::string& prefix,
                                             TokenType type) {
-  const std::string text = read_file(text_path);
+  const std::string text = read_file(text_path, kNoReadLimit);
   if (text.empty()) fail("{}: the text is empty: nothing to tokenize", text_path);
   const std::vector<std::size_t> docs = paragraph_lengths(text);
   std::vector<std::int64_t> tokens(text.size());

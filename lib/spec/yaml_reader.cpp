@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/fs.hpp"
+
 namespace octo::yaml {
 
 SourceLocation location(const std::string& source, const YAML::Mark& mark) {
@@ -39,17 +41,9 @@ YAML::Node parse_document(std::string_view text, const std::string& source, std:
 }
 
 std::string read_input_file(const std::string& path, std::string_view what) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  SourceLocation where{path, 0, 0};
-  if (!fs::exists(path, ec)) throw InputError(where, "", "file not found", std::string(what));
-  if (fs::is_directory(path, ec)) throw InputError(where, "", "is a directory", std::string(what));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(where, "", "cannot open file", std::string(what));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(where, "", "read error", std::string(what));
-  return ss.str();
+  FileRead r = try_read_file(path);
+  if (!r.problem.empty()) throw InputError(SourceLocation{path, 0, 0}, "", r.problem, std::string(what));
+  return std::move(r.bytes);
 }
 
 static std::size_t edit_distance(std::string_view a, std::string_view b) {

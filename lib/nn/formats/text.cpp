@@ -13,7 +13,7 @@ bool detect(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec);
 }
 
-TokenData open(const std::string& path) { return TokenData(read_file(path), path); }
+TokenData open(const std::string& path) { return TokenData(read_file(path, kNoReadLimit), path); }
 
 }  // namespace
 

@@ -80,6 +80,41 @@ TEST_CASE("outputs that cannot be written are refused untouched", "[fs]") {
   CHECK_NOTHROW(check_output_path(dir / "new.json", "-o"));
 }
 
+TEST_CASE("inputs: a FIFO nobody writes to reads as empty, an endless device stops at the bound", "[fs]") {
+  TempDir dir;
+  const std::string fifo = dir / "in.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(read_file(fifo).empty());  // no writer: EOF at once (a plain open would block for ever)
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // A writer that is there gets its bytes through.
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd >= 0) {
+      (void)!::write(fd, "name: x\n", 8);
+      ::close(fd);
+    }
+  });
+  std::string got;
+  for (int i = 0; i < 500 && got.empty(); ++i) {  // until the writer has opened its end
+    got = read_file(fifo);
+    if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  writer.join();
+  CHECK(got == "name: x\n");
+
+  CHECK_THROWS_WITH(
+      read_file("/dev/zero", std::size_t{1} << 20),
+      Catch::Contains("/dev/zero: larger than 1.0 MiB (a device such as /dev/zero never ends)"));
+  const std::string big = dir / "big.txt";
+  write_file_atomic(big, std::string(4096, 'x'));
+  CHECK_THROWS_WITH(read_file(big, 4095), Catch::Contains("larger than"));
+  CHECK(read_file(big, 4096).size() == 4096);
+  CHECK(read_file(big, kNoReadLimit).size() == 4096);
+  CHECK(try_read_file(dir / "missing.yaml").problem == "file not found");
+  CHECK(try_read_file(dir.path.string()).problem == "is a directory");
+}
+
 TEST_CASE("two outputs naming one file, or an output naming an input, are refused", "[fs]") {
   TempDir dir;
   const std::string plan = dir / "plan.json";
