@@ -14,6 +14,7 @@
 #include "interop/megatron_layout.hpp"
 #include "interop/torch_schedule.hpp"
 #include "plan/plan_io.hpp"
+#include "sim/check.hpp"
 #include "spec/loader.hpp"
 
 namespace octoplan {
@@ -98,7 +99,13 @@ int run(const ExportArgs& a) {
   octo::check_output_paths({{"-o", a.output}, {"--report", a.report}}, {a.plan});
   if (a.format != "torch-csv" && (a.comms || a.strip_recompute || !a.stages_output.empty()))
     throw octo::Error("--comms, --strip-recompute and --stages-out apply to --format torch-csv");
-  const octo::Plan plan = octo::load_plan(a.plan);  // validated and deadlock-checked
+  // The one check of a plan (its inputs, structure, byte counts, deadlock freedom, prediction), so
+  // that a framework never gets a plan octoplan check rejects; memory over the limit is the
+  // framework's to judge (a plan may allow it), octorun's own limits are not the framework's.
+  octo::CheckOptions check;
+  check.require_fit = false;
+  check.executor = false;
+  const octo::Plan plan = octo::load_checked_plan(a.plan, check).plan;
   return a.format == "torch-csv" ? export_torch(a, plan) : export_megatron(a, plan);
 }
 

@@ -17,6 +17,7 @@
 #include "plot/picture.hpp"
 #include "plot/plan_picture.hpp"
 #include "plot/run_picture.hpp"
+#include "sim/check.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 #include "spec/loader.hpp"
@@ -45,10 +46,16 @@ int run(const PlotArgs& a) {
     svg = octo::plot::compare_svg(chart);
     fmt::print("{} methods from {}\n", chart.bars.size(), a.compare);
   } else {
-    const octo::Plan plan = octo::load_plan(a.plan);  // validated and deadlock-checked
+    // The one check of a plan, as simulate runs it: memory over the limit is drawn, not refused.
+    octo::CheckOptions check;
+    check.memory_limit_gib = a.memory_limit_gib;
+    check.require_fit = false;
+    check.executor = false;
+    const octo::CheckedPlan checked = octo::load_checked_plan(a.plan, check);
+    const octo::Plan& plan = checked.plan;
     octo::SimOptions so;
     so.record_timeline = true;
-    const octo::SimResult r = octo::simulate(plan, octo::make_sim_input(plan, a.memory_limit_gib), so);
+    const octo::SimResult r = octo::simulate(plan, *checked.check.input, so);
     octo::plot::PlanPictureOptions po;
     po.comm = a.comm;
     if (!plan.model_yaml.empty()) po.model_name = octo::parse_model(plan.model_yaml, a.plan).name;

@@ -172,6 +172,10 @@ plan["predicted"]["iteration_time_ms"] *= 2
 json.dump(plan, open(sys.argv[2], "w"))
 PY
   expect_code 1 "predicted.iteration_time_ms" "$octoplan" check "$work/bad.json"
+  # A plan check rejects is not exported or drawn either (the same check, memory aside).
+  expect_code 3 "bad.json: predicted.iteration_time_ms" "$octoplan" export "$work/bad.json" --format megatron-layout
+  expect_code 3 "bad.json: predicted.iteration_time_ms" "$octoplan" plot "$work/bad.json" -o "$work/bad.svg"
+  [[ ! -e "$work/bad.svg" ]] || fail "plot drew a plan that check rejects"
   expect_code 3 "predicted.iteration_time_ms" "$octoplan" simulate "$work/bad.json"
   # The parallel options (README "Parallelism around the pipeline").
   expect_code 2 "--ep: 3 does not divide dp 4" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 1 --dp 4 --ep 3 \
