@@ -11,4 +11,10 @@ std::int64_t physical_memory_bytes() {
   return static_cast<std::int64_t>(pages) * static_cast<std::int64_t>(page);
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return {};
+  return name;
+}
+
 }  // namespace octo

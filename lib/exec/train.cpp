@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <new>
 
 #include "core/error.hpp"
@@ -18,6 +19,7 @@
 #include "exec/memory.hpp"
 #include "exec/report.hpp"
 #include "nn/data.hpp"
+#include "plan/rank_layout.hpp"
 #include "sim/trace.hpp"
 
 #ifndef OCTO_DEFAULT_DATA
@@ -87,6 +89,73 @@ void check_run_memory(const TrainOptions& o, const ExecPlan& plan, int ranks) {
         ErrorKind::TooLarge);
 }
 
+/// The plan's predicted peak of `rank`'s pipeline device at the executor's fp32 (exec/memory.hpp),
+/// bytes (0 without a prediction); `repriced` says whether it had to be re-priced.
+double predicted_rank_peak(const ExecPlan& plan, int rank, bool& repriced) {
+  const std::vector<DeviceMemoryPrediction> predicted = predicted_memory(plan, repriced);
+  const Plan& p = plan.plan;
+  const auto device = static_cast<std::size_t>(RankLayout(p.devices, p.tp, p.dp, p.ep).coords(rank).pp);
+  return device < predicted.size() ? static_cast<double>(predicted[device].peak_bytes) : 0.0;
+}
+
+/// Refuses (TooLarge) a CPU run in which this rank alone would need more memory than the machine
+/// has (local, before any data or layer is allocated; check_host_memory adds up the machine's ranks).
+void check_rank_memory(const TrainOptions& o, const ExecPlan& plan, int rank) {
+  if (o.backend != "cpu") return;
+  bool repriced = false;
+  const double need = predicted_rank_peak(plan, rank, repriced);
+  const std::int64_t physical = physical_memory_bytes();
+  if (physical <= 0 || need <= static_cast<double>(physical)) return;
+  throw Error(
+      fmt::format("rank {} would need about {:.1f} GiB of memory by the plan's prediction{}, more than "
+                  "this machine's {:.1f} GiB (expected a plan that fits: more pipeline devices or "
+                  "machines, recompute, a smaller micro-batch or seq)",
+                  rank, to_gib(need), repriced ? " (re-priced at fp32)" : "",
+                  to_gib(static_cast<double>(physical))),
+      ErrorKind::TooLarge);
+}
+
+/// Refuses (TooLarge) a CPU run whose ranks on this machine would together need more memory than
+/// it has by the plan's prediction at the executor's fp32 (exec/memory.hpp): the kernel would kill
+/// them in the middle of a step instead. Collective over `world` (the machines are told apart by
+/// host name).
+void check_host_memory(const TrainOptions& o, const ExecPlan& plan, Comm& world) {
+  if (o.backend != "cpu") return;  // other backends hold their tensors in device memory
+  bool repriced = false;
+  const double mine = predicted_rank_peak(plan, world.rank(), repriced);
+  const Plan& p = plan.plan;
+  const int device = RankLayout(p.devices, p.tp, p.dp, p.ep).coords(world.rank()).pp;
+  // Per rank: its host name's hash in four exact 16-bit pieces, and its predicted peak in MiB.
+  const std::uint64_t host = std::hash<std::string>{}(host_name());
+  std::vector<float> row(5);
+  for (int k = 0; k < 4; ++k)
+    row[static_cast<std::size_t>(k)] = static_cast<float>((host >> (16 * k)) & 0xFFFF);
+  row[4] = static_cast<float>(std::ceil(to_mib(mine)));
+  std::vector<float> table(row.size() * static_cast<std::size_t>(world.size()));
+  world.all_gather(row, table);
+  double need_mib = 0;
+  int here = 0;
+  for (int r = 0; r < world.size(); ++r) {
+    const float* at = &table[static_cast<std::size_t>(r) * row.size()];
+    if (std::equal(at, at + 4, row.begin())) {
+      need_mib += at[4];
+      ++here;
+    }
+  }
+  const std::int64_t physical = physical_memory_bytes();
+  if (physical <= 0 || need_mib * kMiB <= static_cast<double>(physical)) return;
+  throw Error(
+      fmt::format(
+          "the plan's {} rank{} on this machine would need about {:.1f} GiB of memory by its "
+          "prediction (rank {}, pipeline device {}: {:.1f} GiB{}), more than this machine's {:.1f} GiB "
+          "(expected a plan that fits: more pipeline devices or machines, recompute, a smaller "
+          "micro-batch or seq)",
+          here, here == 1 ? "" : "s", need_mib / 1024, world.rank(), device,
+          static_cast<double>(row[4]) / 1024, repriced ? ", re-priced at fp32" : "",
+          to_gib(static_cast<double>(physical))),
+      ErrorKind::TooLarge);
+}
+
 Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& backends) {
   if (o.steps <= 0) fail_usage("--steps {}: expected a positive number of steps", o.steps);
   if (!(o.lr > 0) || !std::isfinite(o.lr)) fail_usage("--lr {}: expected a positive learning rate", o.lr);
@@ -103,6 +172,7 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   s.device.emplace(backends.get(o.backend).open({.exact_gemm = o.check}));
   s.plan = load_exec_plan(o.plan_path, world.size());
   check_run_memory(o, s.plan, world.size());
+  check_rank_memory(o, s.plan, world.rank());
   load_data(s, o);
   return s;
 }
@@ -169,6 +239,19 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     kind = kind_of(e);
   }
   // The lowest failing rank reports; every rank gets the kind of its error.
+  if (const auto failed = agree_on_failure(world, error.empty() ? std::nullopt : std::optional(kind))) {
+    result.setup_failure = failed->kind;
+    if (world.rank() == failed->rank) result.error = error;
+    return result;
+  }
+
+  // The ranks on each machine against its memory: collective, so after every rank has set up.
+  try {
+    check_host_memory(o, setup->plan, world);
+  } catch (const std::exception& e) {
+    error = e.what();
+    kind = kind_of(e);
+  }
   if (const auto failed = agree_on_failure(world, error.empty() ? std::nullopt : std::optional(kind))) {
     result.setup_failure = failed->kind;
     if (world.rank() == failed->rank) result.error = error;

@@ -160,6 +160,7 @@ MicroBatch TokenData::sequences(std::int64_t first_sample, int batch, int seq) c
   if (first_sample < 0 || batch <= 0)
     fail("{}: samples from {} in batches of {}: expected a non-negative sample and a positive batch", source_,
          first_sample, batch);
+  (void)window_start(first_sample, seq);  // the data is long enough, before anything is allocated
   MicroBatch mb;
   mb.batch = batch;
   mb.seq = seq;

@@ -119,6 +119,16 @@ cli)
   [ "$(grep -c 'octorun: error' "$dir/tpu.log")" -eq 1 ] || fail "the unknown-backend error must be printed once"
   mpirun_n 2 "$octorun" "$dir/missing.json" >"$dir/missing.log" 2>&1 && fail "a missing plan must fail"
   grep -q "missing.json" "$dir/missing.log" || fail "the missing plan is not named"
+  # A plan whose rank would need more memory than any machine has (2^26-token sequences): refused
+  # at set-up, exit 6, instead of being killed by the kernel in the middle of a step.
+  sed 's/^seq_len: .*/seq_len: 67108864/' "$model" >"$dir/huge-seq.yaml"
+  "$octoplan" baseline "$dir/huge-seq.yaml" --cluster "$cluster" --schedule 1f1b --pp 2 --microbatches 2 \
+    --allow-oversubscribed-memory -o "$dir/huge.json" >/dev/null || fail "no plan for the huge-seq model"
+  mpirun_n 2 "$octorun" "$dir/huge.json" --steps 1 >"$dir/huge.log" 2>&1
+  rc=$?
+  cat "$dir/huge.log"
+  [ "$rc" -eq 6 ] || fail "a plan needing more memory than the machine has exits $rc, not 6"
+  grep -q "would need about .* GiB of memory by the plan's prediction" "$dir/huge.log" || fail "no clear message"
   echo "ok"
   ;;
 check:*)
