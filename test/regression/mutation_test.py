@@ -322,7 +322,7 @@ def plans(r):
         if m and int(m.group(1)) > big["microbatches"]:
             return f"claims {m.group(1)} micro-batches of {big['microbatches']}"
         return None
-    r.case("check: memory message", r.octoplan("check", SHIPPED_PLAN, "--memory-limit-gib", "0.0001"),
+    r.case("check: memory message", r.octoplan("check", SHIPPED_PLAN, "--memory-limit-gib", "0.002"),
            names=re.escape(SHIPPED_PLAN), message=r"memory", check=honest_count)
 
 
@@ -400,10 +400,10 @@ def options(r):
            message=r"memory", timeout=60)
     # A plan that does not fit: refused with the reason and a change that would fit ...
     advice = r"--pp|--tp|recompute|--micro-batch"
-    r.case("baseline does not fit", baseline("--memory-limit-gib", "0.000001"), names="memory",
+    r.case("baseline does not fit", baseline("--memory-limit-gib", "0.001"), names="memory",
            message=advice, outputs=[out])
     r.case("plan does not fit",
-           r.octoplan("plan", model, *cluster, "--pp", "2", "--time-budget", "1", "--memory-limit-gib", "0.000001",
+           r.octoplan("plan", model, *cluster, "--pp", "2", "--time-budget", "1", "--memory-limit-gib", "0.001",
                       "-o", out), names="memory", message=advice, outputs=[out])
 
     # ... or written and marked when asked for.
@@ -419,7 +419,7 @@ def options(r):
             return f"octoplan check refuses the marked plan: {cerr.strip()[:200]}"
         return None
     r.case("baseline --allow-oversubscribed-memory",
-           baseline("--memory-limit-gib", "0.000001", "--allow-oversubscribed-memory"), expect="ok", check=marked)
+           baseline("--memory-limit-gib", "0.001", "--allow-oversubscribed-memory"), expect="ok", check=marked)
     # A large budget is accepted, says how long it may take, and Ctrl-C ends it with the best plan.
     def interrupted(rc, stdout, err):
         if rc != 7:
