@@ -76,7 +76,10 @@ ClusterSpec parse(std::string_view text, const std::string& source) {
       par.fail("pp", fmt::format("tp * dp * pp = {} exceeds the {} devices", tp_dp * c.pp, c.world()),
                fmt::format("tp * dp * pp <= nodes * devices_per_node = {}", c.world()));
   } else if (tp_dp > c.world() || c.world() % tp_dp != 0) {
-    par.fail(par.has("tp") ? "tp" : "dp",
+    // The key to change: dp when it is set above 1 (tp 1, dp 3 on 8 devices), else tp.
+    par.fail(par.has("dp") && c.dp > 1 ? "dp"
+             : par.has("tp")           ? "tp"
+                                       : "dp",
              fmt::format("tp * dp = {} does not divide the {} devices", tp_dp, c.world()),
              "tp * dp dividing nodes * devices_per_node, or an explicit parallel.pp");
   }

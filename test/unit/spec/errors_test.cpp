@@ -342,6 +342,11 @@ TEST_CASE("cluster: malformed inputs") {
       replace(kCluster, "parallel: {tp: 2, dp: 1}", "parallel: {tp: 3, dp: 1}"),
       "12:16: parallel.tp: tp * dp = 3 does not divide the 8 devices (expected tp * dp dividing "
       "nodes * devices_per_node, or an explicit parallel.pp)");
+  // The key that makes it so: dp 3 with tp 1.
+  check_cluster_error(
+      replace(kCluster, "parallel: {tp: 2, dp: 1}", "parallel: {tp: 1, dp: 3}"),
+      "12:23: parallel.dp: tp * dp = 3 does not divide the 8 devices (expected tp * dp dividing "
+      "nodes * devices_per_node, or an explicit parallel.pp)");
   check_cluster_error(
       replace(kCluster, "dp: 1}", "dp: 1, pp: 5}"),
       "12:30: parallel.pp: tp * dp * pp = 10 exceeds the 8 devices (expected tp * dp * pp <= nodes * "
