@@ -1,5 +1,6 @@
 #include "sched/partition.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -135,14 +136,22 @@ std::vector<int> min_max_split(std::span<const double> costs, int parts) {
     return best[static_cast<std::size_t>(k) * width + static_cast<std::size_t>(i)];
   };
   for (int i = 0; i < n; ++i) at(1, i) = seg(i, n);
+  // The first part seg(i, e) grows with e and the rest's optimum at(k − 1, e) shrinks with it (a
+  // shorter suffix never needs a larger part), so the best e is where they cross: found by binary
+  // search, n log n per part count instead of n^2 (65536 layers took minutes).
   for (int k = 2; k <= parts; ++k) {
     for (int i = 0; i + k <= n; ++i) {
-      double b = kInf;
-      for (int e = i + 1; e + (k - 1) <= n; ++e) {
-        const double first = seg(i, e);
-        if (first >= b) break;  // the first part only grows with e
-        b = std::min(b, std::max(first, at(k - 1, e)));
+      int lo = i + 1, hi = n - (k - 1);  // the first e with seg(i, e) >= at(k − 1, e), else hi + 1
+      while (lo <= hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (seg(i, mid) >= at(k - 1, mid))
+          hi = mid - 1;
+        else
+          lo = mid + 1;
       }
+      double b = kInf;
+      for (int e : {lo - 1, lo})
+        if (e >= i + 1 && e + (k - 1) <= n) b = std::min(b, std::max(seg(i, e), at(k - 1, e)));
       at(k, i) = b;
     }
   }
@@ -163,9 +172,17 @@ std::vector<int> min_max_split(std::span<const double> costs, int parts) {
     if (last <= target) ev(1, i) = last * last;
     ct(1, i) = n;
   }
+  // A rest [e, n) heavier than k − 1 parts of `target` has no split (ev infinite): skipped, from
+  // the first e that can hold it; a start i whose layers before it do not fit the parts − k parts
+  // in front is never reached from (parts, 0): skipped too (the slack covers the rounding of the
+  // prefix sums). What is left is a band of starts per part count: linear instead of n^2 / parts.
+  const double slack = 1e-9 * std::max(1.0, std::abs(prefix.back())) + 1e-12;
   for (int k = 2; k <= parts; ++k) {
-    for (int i = 0; i + k <= n; ++i) {
-      for (int e = i + 1; e + (k - 1) <= n; ++e) {
+    const double rest_cap = (k - 1) * target + slack;
+    const double front_cap = (parts - k) * target + slack;
+    for (int i = 0; i + k <= n && prefix[static_cast<std::size_t>(i)] <= front_cap; ++i) {
+      const auto from = std::lower_bound(prefix.begin() + i + 1, prefix.end(), prefix.back() - rest_cap);
+      for (auto e = static_cast<int>(from - prefix.begin()); e + (k - 1) <= n; ++e) {
         const double first = seg(i, e);
         if (first > target) break;
         const double total = first * first + ev(k - 1, e);

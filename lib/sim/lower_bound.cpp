@@ -123,9 +123,17 @@ std::vector<WindowJob> layer_jobs(const Layers& L, double m) {
   return jobs;
 }
 
+/// The most (window, layer) cells the window terms work on (2^24: 128 MiB of doubles). Their cost
+/// is windows x layers in time and memory, and the windows grow with the layers: a model of 65536
+/// blocks asked for ~10^10 cells (the planner was killed for memory). Any subset of windows still
+/// gives a valid bound (each window's condition holds on its own), so above the cap an evenly
+/// spaced subset of the sorted windows is checked; no model of the zoo or of bench-bound comes near.
+constexpr std::size_t kMaxWindowCells = std::size_t{1} << 24;
+
 /// The windows (r, q) worth checking: every job's release, every job's tail, every job's own
-/// (release, tail), and per layer (release of its F, tail of its B).
-std::vector<Window> layer_cuts(const std::vector<WindowJob>& jobs) {
+/// (release, tail), and per layer (release of its F, tail of its B); at most kMaxWindowCells /
+/// `layers` of them.
+std::vector<Window> layer_cuts(const std::vector<WindowJob>& jobs, int layers) {
   std::vector<std::pair<double, double>> cuts;
   for (const WindowJob& j : jobs) {
     cuts.emplace_back(j.release, 0.0);
@@ -135,9 +143,18 @@ std::vector<Window> layer_cuts(const std::vector<WindowJob>& jobs) {
   for (std::size_t x = 0; x + 1 < jobs.size(); x += 3) cuts.emplace_back(jobs[x].release, jobs[x + 1].tail);
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  const std::size_t most =
+      std::max<std::size_t>(1, kMaxWindowCells / static_cast<std::size_t>(std::max(layers, 1)));
   std::vector<Window> windows;
-  windows.reserve(cuts.size());
-  for (const auto& [r, q] : cuts) windows.push_back({r, q, 0.0});
+  windows.reserve(std::min(cuts.size(), most));
+  if (cuts.size() <= most) {
+    for (const auto& [r, q] : cuts) windows.push_back({r, q, 0.0});
+  } else {
+    for (std::size_t i = 0; i < most; ++i) {
+      const auto& [r, q] = cuts[i * cuts.size() / most];
+      windows.push_back({r, q, 0.0});
+    }
+  }
   return windows;
 }
 
@@ -243,13 +260,22 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
   // device before that chain; after its last backward the same chain runs backward, then W of
   // layer 0.
   const auto N = static_cast<std::size_t>(n);
-  // below[a][c]: Σ of the c cheapest of x_0 … x_{a−2} (boundaries strictly below a − 1).
+  // below[a][c]: Σ of the c cheapest of x_0 … x_{a−2} (boundaries strictly below a − 1), for the
+  // c < min(devices, n) the chains use: the cheapest kept sorted as a grows (n × devices values,
+  // where every prefix sorted anew took n^2 / 2 of them: 17 GB at 65536 layers).
+  const auto most = static_cast<std::size_t>(std::max(std::min(in.devices, n) - 1, 0));
   std::vector<std::vector<double>> below(N + 1);
+  std::vector<double> cheapest;  // sorted, at most `most`
   for (std::size_t a = 1; a <= N; ++a) {
-    std::vector<double> xs(L.cross.begin(), L.cross.begin() + static_cast<std::ptrdiff_t>(a - 1));
-    std::sort(xs.begin(), xs.end());
-    below[a].assign(xs.size() + 1, 0.0);
-    for (std::size_t c = 0; c < xs.size(); ++c) below[a][c + 1] = below[a][c] + xs[c];
+    if (a >= 2) {
+      const double x = L.cross[a - 2];
+      if (cheapest.size() < most || (most > 0 && x < cheapest.back())) {
+        cheapest.insert(std::upper_bound(cheapest.begin(), cheapest.end(), x), x);
+        if (cheapest.size() > most) cheapest.pop_back();
+      }
+    }
+    below[a].assign(cheapest.size() + 1, 0.0);
+    for (std::size_t c = 0; c < cheapest.size(); ++c) below[a][c + 1] = below[a][c] + cheapest[c];
   }
   auto chain = [&](int a, int j) {
     const auto A = static_cast<std::size_t>(a);
@@ -259,7 +285,7 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
   auto tail = [&](int a, int j) { return L.b_before[static_cast<std::size_t>(a)] + L.w[0] + chain(a, j); };
 
   const std::vector<WindowJob> jobs = full ? layer_jobs(L, m) : std::vector<WindowJob>{};
-  const std::vector<Window> cuts = layer_cuts(jobs);
+  const std::vector<Window> cuts = layer_cuts(jobs, n);
   double window_hi = 0;  // one device runs everything after the largest release, before the largest tail
   {
     double r_max = 0, q_max = 0;
