@@ -192,16 +192,24 @@ std::vector<BaselineOptions> baseline_methods() {
 }
 
 std::vector<BaselineRun> run_baselines(const PlannerInputs& inputs,
-                                       const std::vector<BaselineOptions>& methods) {
+                                       const std::vector<BaselineOptions>& methods,
+                                       const std::function<bool()>& stop) {
   std::vector<BaselineRun> runs;
   runs.reserve(methods.size());
   BoundCache cache;
+  bool built = false;
   for (const BaselineOptions& o : methods) {
     BaselineRun run;
     run.options = o;
     run.method = method_name(o);
+    if (built && stop && stop()) {
+      run.skipped = "not built: the search's wall-clock cap was reached (--wall-cap)";
+      runs.push_back(std::move(run));
+      continue;
+    }
     try {
       run.plan = build_cached(inputs, o, cache);
+      built = true;
     } catch (const UnsupportedConfig& e) {
       run.skipped = e.what();
     }

@@ -4,6 +4,7 @@
 /// simulator's predicted metrics) so every OctoPipe plan can be compared with them on the same
 /// costs.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,8 +63,11 @@ struct BaselineRun {
 };
 
 /// build_baseline for each of `methods` (default: baseline_methods()); configurations a schedule
-/// cannot run are recorded with their reason instead of failing the whole comparison.
+/// cannot run are recorded with their reason instead of failing the whole comparison. Once `stop`
+/// (when given) returns true after a plan was built, the remaining methods are recorded as not
+/// built (a wall-clock cap: 10^6 micro-batches take seconds per baseline).
 [[nodiscard]] std::vector<BaselineRun> run_baselines(
-    const PlannerInputs& inputs, const std::vector<BaselineOptions>& methods = baseline_methods());
+    const PlannerInputs& inputs, const std::vector<BaselineOptions>& methods = baseline_methods(),
+    const std::function<bool()>& stop = {});
 
 }  // namespace octo

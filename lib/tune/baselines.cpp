@@ -40,14 +40,15 @@ const BaselineRun* BaselineField::fastest_run() const {
   return fastest >= 0 ? &runs[static_cast<std::size_t>(fastest)] : nullptr;
 }
 
-BaselineField run_baseline_field(const PlannerInputs& inputs, bool can_fit) {
+BaselineField run_baseline_field(const PlannerInputs& inputs, bool can_fit,
+                                 const std::function<bool()>& stop) {
   BaselineField f;
   PlannerInputs baseline_inputs = inputs;
   if (can_fit && baseline_inputs.model.training.recompute == RecomputePolicy::None) {
     baseline_inputs.model.training.recompute = RecomputePolicy::Auto;
     f.recompute_to_fit = true;
   }
-  f.runs = run_baselines(baseline_inputs);
+  f.runs = run_baselines(baseline_inputs, baseline_methods(), stop);
   auto recomputes = [](const BaselineRun& r) {
     return r.plan && std::any_of(r.plan->stages.begin(), r.plan->stages.end(),
                                  [](const Stage& st) { return st.recompute; });
@@ -62,8 +63,8 @@ BaselineField run_baseline_field(const PlannerInputs& inputs, bool can_fit) {
         again.push_back(f.runs[i].options);
         where.push_back(i);
       }
-    if (!again.empty()) {
-      std::vector<BaselineRun> runs = run_baselines(inputs, again);
+    if (!again.empty() && !(stop && stop())) {
+      std::vector<BaselineRun> runs = run_baselines(inputs, again, stop);
       for (std::size_t j = 0; j < runs.size(); ++j) plain[where[j]] = std::move(runs[j].plan);
     }
   }

@@ -5,6 +5,7 @@
 /// (static memory alone exceeds the limit) the baselines may recompute to fit; each such baseline
 /// also records its time without recompute.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,9 @@ struct BaselineField {
 };
 
 /// Runs the baselines. `can_fit`: some plan can fit the memory limit (else no recompute to fit).
-[[nodiscard]] BaselineField run_baseline_field(const PlannerInputs& inputs, bool can_fit);
+/// `stop` (the search's wall-clock cap, an interrupt): the baselines after it are not built.
+[[nodiscard]] BaselineField run_baseline_field(const PlannerInputs& inputs, bool can_fit,
+                                               const std::function<bool()>& stop = {});
 
 /// Predicted iteration time and peak memory of a baseline run (0 when it did not run).
 [[nodiscard]] double iteration_ms(const BaselineRun& run);

@@ -61,7 +61,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   // 1. Baselines (the incumbent), and the bound of any plan (the search stops when it gets there).
   const bool can_fit = static_memory_can_fit(inputs);
   progress.report("building the baselines", true, nullptr, 0);
-  BaselineField field = run_baseline_field(inputs, can_fit);
+  BaselineField field =
+      run_baseline_field(inputs, can_fit, [&] { return budget.interrupted() || budget.past_wall_cap(); });
   result.stats.baselines_s = budget.elapsed_s();
   const BaselineRun* incumbent = field.incumbent();
   result.baselines_recompute_to_fit = field.recompute_to_fit;

@@ -152,6 +152,30 @@ TEST_CASE("the ten baselines of compare, with unrunnable configurations recorded
   }
 }
 
+TEST_CASE("run_baselines stops building once told to, after the first plan") {
+  int asked = 0;
+  const auto runs = run_baselines(synthetic(4, 8), baseline_methods(), [&] { return ++asked >= 3; });
+  REQUIRE(runs.size() == 10);
+  int built = 0;
+  for (const BaselineRun& r : runs) {
+    INFO(r.method);
+    if (r.plan) {
+      ++built;
+      CHECK(r.skipped.empty());
+    } else {
+      CHECK_THAT(r.skipped, Catch::Matchers::Contains("wall-clock cap"));
+    }
+  }
+  CHECK(built == 3);  // asked before the second, third (no) and fourth (yes) method
+  CHECK(runs[0].plan);
+  CHECK(runs[2].plan);
+  CHECK_FALSE(runs[3].plan);
+  // Told to stop at once: the first plan is still built (the search needs an incumbent).
+  const auto first = run_baselines(synthetic(4, 8), baseline_methods(), [] { return true; });
+  CHECK(first[0].plan);
+  CHECK_FALSE(first[1].plan);
+}
+
 TEST_CASE("baselines refuse what they cannot build, saying why") {
   const PlannerInputs in = synthetic(4, 8);
   BaselineOptions o = method("zb-v");
