@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -11,9 +15,71 @@ namespace octo {
 
 using nlohmann::json;
 
+namespace {
+
+/// Refuses a key an object already has (JSON leaves duplicates undefined and nlohmann keeps the
+/// last, so `"microbatches": "garbage", "microbatches": 4` would pass unseen), naming its line and
+/// column. `text` has parsed, so the scan is simple: strings, nesting, colons. Keys are compared as
+/// written (an escaped spelling of the same key is not caught). Per open object its keys so far:
+/// a short list (objects of plans are small), a hash set past 16 keys.
+void refuse_duplicate_keys(std::string_view text, const std::string& source) {
+  struct Open {
+    bool object = false;
+    std::vector<std::string_view> keys;
+    std::unordered_set<std::string_view> many;
+  };
+  std::vector<Open> stack;
+  std::size_t depth = 0;  // open objects and arrays; stack[0 .. depth) in use
+  int line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (c == '{' || c == '[') {
+      if (depth == stack.size()) stack.emplace_back();
+      Open& o = stack[depth++];
+      o.object = c == '{';
+      o.keys.clear();
+      o.many.clear();
+    } else if (c == '}' || c == ']') {
+      if (depth > 0) --depth;
+    } else if (c == '"') {
+      const std::size_t begin = i + 1;
+      std::size_t j = begin;
+      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
+      const std::string_view token = text.substr(begin, std::min(j, text.size()) - begin);
+      std::size_t k = j + 1;
+      while (k < text.size() && (text[k] == ' ' || text[k] == '\t' || text[k] == '\r' || text[k] == '\n'))
+        ++k;
+      if (depth > 0 && stack[depth - 1].object && k < text.size() && text[k] == ':') {
+        Open& o = stack[depth - 1];
+        bool seen = false;
+        if (o.many.empty()) {
+          seen = std::find(o.keys.begin(), o.keys.end(), token) != o.keys.end();
+          if (!seen) o.keys.push_back(token);
+          if (o.keys.size() > 16) o.many.insert(o.keys.begin(), o.keys.end());
+        } else {
+          seen = !o.many.insert(token).second;
+        }
+        if (seen)
+          throw InputError(SourceLocation{source, line, static_cast<int>(i - line_start) + 1},
+                           std::string(token), "duplicate key (the object already has it)",
+                           "each key once per object");
+      }
+      i = std::min(j, text.size() - 1);  // the closing quote; strings hold no raw newline
+    }
+  }
+}
+
+}  // namespace
+
 json parse_json(std::string_view text, const std::string& source) {
   try {
-    return json::parse(text.begin(), text.end());
+    json out = json::parse(text.begin(), text.end());
+    refuse_duplicate_keys(text, source);
+    return out;
   } catch (const json::parse_error& e) {
     // e.byte is the 1-based position of the offending character.
     const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());

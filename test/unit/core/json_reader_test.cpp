@@ -34,6 +34,21 @@ TEST_CASE("JSON syntax errors point at the offending character", "[json]") {
              Catch::StartsWith("f.json:1:1: invalid JSON: "));
 }
 
+TEST_CASE("a key twice in one object is an error at its second occurrence", "[json]") {
+  CHECK_THROWS_WITH(
+      parse_json("{\"a\": 1,\n \"m\": \"x\", \"m\": 4}", "p.json"),
+      "p.json:2:12: m: duplicate key (the object already has it) (expected each key once per object)");
+  // Nested objects, arrays of objects and many keys: each object has its own keys.
+  CHECK_NOTHROW(parse_json(R"({"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}], "c": "a: \"a\""})", "p.json"));
+  std::string many = "{";
+  for (int k = 0; k < 40; ++k)
+    many += (k ? ", " : "") + ("\"k" + std::to_string(k) + "\": " + std::to_string(k));
+  CHECK_NOTHROW(parse_json(many + "}", "p.json"));
+  CHECK_THROWS_WITH(parse_json(many + ", \"k33\": 0}", "p.json"), Catch::Contains("k33: duplicate key"));
+  CHECK_THROWS_WITH(parse_json(R"([{"x": 1}, {"y": {"z": 1, "z": 2}}])", "p.json"),
+                    Catch::Contains("p.json:1:27: z: duplicate key"));
+}
+
 TEST_CASE("typed reads name the path, the value and the expectation", "[json]") {
   const JsonReader rd("r.json");
   const json j = json::parse(R"({"n": 5, "big": 99999999999, "s": "x", "f": 1.5, "neg": -3, "o": {"k": 1}})");
