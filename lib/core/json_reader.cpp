@@ -118,8 +118,13 @@ std::string_view json_type(const json& j) {
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
       return "an integer";
-    case json::value_t::number_float:
+    case json::value_t::number_float: {
+      // nlohmann reads an integer beyond 64 bits (99999999999999999999) as a float.
+      const double v = j.get<double>();
+      if (std::isfinite(v) && v == std::floor(v) && std::abs(v) >= 9223372036854775808.0)
+        return "an integer too large for 64 bits";
       return "a floating-point number";
+    }
     default:
       return "an unsupported value";
   }

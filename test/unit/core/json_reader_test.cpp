@@ -34,6 +34,12 @@ TEST_CASE("JSON syntax errors point at the offending character", "[json]") {
              Catch::StartsWith("f.json:1:1: invalid JSON: "));
 }
 
+TEST_CASE("an integer beyond 64 bits is named as such, not as a float", "[json]") {
+  CHECK(json_type(parse_json("99999999999999999999", "x.json")) == "an integer too large for 64 bits");
+  CHECK(json_type(parse_json("12.5", "x.json")) == "a floating-point number");
+  CHECK(json_type(parse_json("12", "x.json")) == "an integer");
+}
+
 TEST_CASE("a key twice in one object is an error at its second occurrence", "[json]") {
   CHECK_THROWS_WITH(
       parse_json("{\"a\": 1,\n \"m\": \"x\", \"m\": 4}", "p.json"),
