@@ -62,6 +62,7 @@ int run(const EstimateArgs& a) {
   if (a.tp > cluster.world())
     octo::fail_usage("command line: --tp: {} exceeds the {} devices of cluster {} (expected at most {})",
                      a.tp, cluster.world(), cluster.name, cluster.world());
+  if (a.tp > 0) octo::check_tp_option(model, a.tp);
   const octo::CostProfile costs = octo::estimate_costs(model, cluster, {0, 0, a.tp});
   octo::check_output_paths({{"-o", a.output}, {"--report", a.report}}, {a.model_path, a.cluster_path});
 

@@ -65,6 +65,18 @@ void check_planning_memory(const InputOptions& o, const ModelSpec& model, int pp
               ErrorKind::TooLarge);
 }
 
+}  // namespace
+
+void check_tp_option(const ModelSpec& model, int tp) {
+  try {
+    check_tensor_parallel(model, tp);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("command line: {}", e.what()));
+  }
+}
+
+namespace {
+
 int resolve_microbatches(const InputOptions& o, const ModelSpec& model, int pp, int dp) {
   if (o.microbatches > 0) return o.microbatches;
   if (model.training.microbatches > 0) return model.training.microbatches;
@@ -187,6 +199,7 @@ PlannerInputs load_inputs(const InputOptions& o) {
                      fmt::format("pp <= {}{}", model.layers.size(), o.pp > 0 ? "" : "; set it with --pp"));
   in.microbatches = resolve_microbatches(o, model, in.pp, cluster.dp);
   check_planning_memory(o, model, in.pp, in.microbatches);
+  if (o.tp > 0) check_tp_option(model, cluster.tp);
 
   if (o.costs_path.empty()) {
     in.costs = estimate_costs(model, cluster);

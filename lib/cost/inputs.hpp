@@ -57,4 +57,8 @@ void check_expert_parallel(const ClusterSpec& cluster, const ModelSpec& model, b
 /// octo::UsageError / octo::Error (kind TooLarge) naming the offending file or option.
 [[nodiscard]] PlannerInputs load_inputs(const InputOptions& options);
 
+/// Throws octo::UsageError ("command line: --tp T: does not divide ...", exit 2, as for --ep)
+/// unless the model's TP-sharded sizes split over a --tp of `tp` (cost/estimate.hpp).
+void check_tp_option(const ModelSpec& model, int tp);
+
 }  // namespace octo

@@ -138,6 +138,19 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
         msg, Catch::Matchers::Contains("--pp/--tp: pp 4 x tp 4 x dp 1 = 16 exceeds the cluster's 8 devices"));
     CHECK_THAT(msg, Catch::Matchers::Contains("(expected pp <= 2)"));
   }
+  SECTION("a --tp the model's heads do not split over is a usage error, as a --ep would be") {
+    o.costs_path.clear();
+    o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";  // 4 heads
+    o.pp = 2;
+    o.tp = 3;
+    try {
+      (void)octo::load_inputs(o);
+      FAIL("--tp 3 accepted");
+    } catch (const octo::UsageError& e) {
+      CHECK_THAT(e.what(),
+                 Catch::Matchers::StartsWith("command line: --tp 3: does not divide the attention heads"));
+    }
+  }
   SECTION("tp x dp too large for the cluster") {
     o.tp = 4;
     o.dp = 4;
