@@ -160,9 +160,9 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   if (o.steps <= 0) fail_usage("--steps {}: expected a positive number of steps", o.steps);
   if (!(o.lr > 0) || !std::isfinite(o.lr)) fail_usage("--lr {}: expected a positive learning rate", o.lr);
   if (!(o.timeout_s > 0)) fail_usage("--timeout {}: expected a positive number of seconds", o.timeout_s);
-  check_output_path(o.report_path, "--report");
-  check_output_path(o.trace_path, "--trace");
-  check_output_path(o.loop.metrics_path, "--metrics");
+  check_output_paths(
+      {{"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}},
+      {o.plan_path});
   if (!o.loop.save_dir.empty()) check_save_dir(o.loop.save_dir);
   if (o.check && !o.loop.load_path.empty())
     fail("--check compares a fresh model with the sequential reference: it cannot start from --load {}",

@@ -119,6 +119,14 @@ cli)
   [ "$(grep -c 'octorun: error' "$dir/tpu.log")" -eq 1 ] || fail "the unknown-backend error must be printed once"
   mpirun_n 2 "$octorun" "$dir/missing.json" >"$dir/missing.log" 2>&1 && fail "a missing plan must fail"
   grep -q "missing.json" "$dir/missing.log" || fail "the missing plan is not named"
+  # One file for two outputs: refused at set-up (exit 4), the file untouched.
+  echo keep >"$dir/same.json"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --report "$dir/same.json" --trace "$dir/same.json" \
+    >"$dir/same.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 4 ] || fail "--report and --trace on one file exit $rc, not 4"
+  grep -q "is also the --report output" "$dir/same.log" || fail "no clear message for one file of two outputs"
+  [ "$(cat "$dir/same.json")" = keep ] || fail "the refused output was changed"
   # A plan whose rank would need more memory than any machine has (2^26-token sequences): refused
   # at set-up, exit 6, instead of being killed by the kernel in the middle of a step.
   sed 's/^seq_len: .*/seq_len: 67108864/' "$model" >"$dir/huge-seq.yaml"

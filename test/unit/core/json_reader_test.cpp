@@ -34,6 +34,13 @@ TEST_CASE("JSON syntax errors point at the offending character", "[json]") {
              Catch::StartsWith("f.json:1:1: invalid JSON: "));
 }
 
+TEST_CASE("Infinity and NaN literals (Python's json output) are explained", "[json]") {
+  CHECK_THROWS_WITH(parse_json("{\"limit\": [0.0, Infinity]}", "c.json"),
+                    Catch::Contains("c.json:1:") && Catch::Contains("(Infinity is not JSON"));
+  CHECK_THROWS_WITH(parse_json("{\"x\": NaN}", "c.json"), Catch::Contains("(NaN is not JSON"));
+  CHECK_THROWS_WITH(parse_json("{\"x\": nope}", "c.json"), !Catch::Contains("is not JSON:"));
+}
+
 TEST_CASE("an integer beyond 64 bits is named as such, not as a float", "[json]") {
   CHECK(json_type(parse_json("99999999999999999999", "x.json")) == "an integer too large for 64 bits");
   CHECK(json_type(parse_json("12.5", "x.json")) == "a floating-point number");
