@@ -28,10 +28,7 @@ struct AccuracyArgs {
 int run(const AccuracyArgs& a) {
   octo::check_output_paths({{"--report", a.report}}, {a.plan, a.run_report});
   // The plan passes the one check of a plan (as octorun checked it before running it).
-  octo::CheckOptions check;
-  check.require_fit = false;
-  check.executor = false;
-  const octo::CheckedPlan checked = octo::load_checked_plan(a.plan, check);
+  const octo::CheckedPlan checked = octo::load_checked_plan(a.plan, octo::CheckOptions::planner_view());
   const octo::RunReport run_report =
       octo::run_report_from_json(octo::parse_json(octo::read_file(a.run_report), a.run_report), a.run_report);
   const octo::AccuracyComparison c = octo::compare_run(checked.plan, *checked.check.input, *checked.check.sim,

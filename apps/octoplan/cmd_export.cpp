@@ -102,10 +102,7 @@ int run(const ExportArgs& a) {
   // The one check of a plan (its inputs, structure, byte counts, deadlock freedom, prediction), so
   // that a framework never gets a plan octoplan check rejects; memory over the limit is the
   // framework's to judge (a plan may allow it), octorun's own limits are not the framework's.
-  octo::CheckOptions check;
-  check.require_fit = false;
-  check.executor = false;
-  const octo::Plan plan = octo::load_checked_plan(a.plan, check).plan;
+  const octo::Plan plan = octo::load_checked_plan(a.plan, octo::CheckOptions::planner_view()).plan;
   return a.format == "torch-csv" ? export_torch(a, plan) : export_megatron(a, plan);
 }
 

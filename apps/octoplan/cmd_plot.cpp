@@ -47,11 +47,8 @@ int run(const PlotArgs& a) {
     fmt::print("{} methods from {}\n", chart.bars.size(), a.compare);
   } else {
     // The one check of a plan, as simulate runs it: memory over the limit is drawn, not refused.
-    octo::CheckOptions check;
-    check.memory_limit_gib = a.memory_limit_gib;
-    check.require_fit = false;
-    check.executor = false;
-    const octo::CheckedPlan checked = octo::load_checked_plan(a.plan, check);
+    const octo::CheckedPlan checked =
+        octo::load_checked_plan(a.plan, octo::CheckOptions::planner_view(a.memory_limit_gib));
     const octo::Plan& plan = checked.plan;
     octo::SimOptions so;
     so.record_timeline = true;

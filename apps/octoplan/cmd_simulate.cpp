@@ -35,11 +35,8 @@ struct SimulateArgs {
 int run(const SimulateArgs& a) {
   octo::check_output_paths({{"--trace", a.trace}, {"--report", a.report}}, {a.plan});
   // The one check of a plan (octoplan check, octorun); memory over the limit is shown, not refused.
-  octo::CheckOptions check;
-  check.memory_limit_gib = a.memory_limit_gib;
-  check.require_fit = false;
-  check.executor = false;
-  const octo::CheckedPlan checked = octo::load_checked_plan(a.plan, check);
+  const octo::CheckedPlan checked =
+      octo::load_checked_plan(a.plan, octo::CheckOptions::planner_view(a.memory_limit_gib));
   const octo::Plan& plan = checked.plan;
   octo::SimOptions options;
   options.record_timeline = true;

@@ -228,35 +228,27 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
   log::set_rank(world.rank());
 
   // Set-up: local work only, then every rank learns whether some rank failed, so a bad plan or a
-  // world-size mismatch ends the job cleanly with one message, before any compute.
+  // world-size mismatch ends the job cleanly with one message, before any compute. `agreed_ok`
+  // runs one step and agrees on it: the lowest failing rank reports, every rank gets its error kind.
   std::optional<Setup> setup;
-  std::string error;
-  ErrorKind kind = ErrorKind::Runtime;
-  try {
-    setup.emplace(set_up(world, o, backends));
-  } catch (const std::exception& e) {
-    error = e.what();
-    kind = kind_of(e);
-  }
-  // The lowest failing rank reports; every rank gets the kind of its error.
-  if (const auto failed = agree_on_failure(world, error.empty() ? std::nullopt : std::optional(kind))) {
+  const auto agreed_ok = [&](const auto& step) {
+    std::string error;
+    ErrorKind kind = ErrorKind::Runtime;
+    try {
+      step();
+    } catch (const std::exception& e) {
+      error = e.what();
+      kind = kind_of(e);
+    }
+    const auto failed = agree_on_failure(world, error.empty() ? std::nullopt : std::optional(kind));
+    if (!failed) return true;
     result.setup_failure = failed->kind;
     if (world.rank() == failed->rank) result.error = error;
-    return result;
-  }
-
+    return false;
+  };
+  if (!agreed_ok([&] { setup.emplace(set_up(world, o, backends)); })) return result;
   // The ranks on each machine against its memory: collective, so after every rank has set up.
-  try {
-    check_host_memory(o, setup->plan, world);
-  } catch (const std::exception& e) {
-    error = e.what();
-    kind = kind_of(e);
-  }
-  if (const auto failed = agree_on_failure(world, error.empty() ? std::nullopt : std::optional(kind))) {
-    result.setup_failure = failed->kind;
-    if (world.rank() == failed->rank) result.error = error;
-    return result;
-  }
+  if (!agreed_ok([&] { check_host_memory(o, setup->plan, world); })) return result;
 
   const ExecPlan& plan = setup->plan;
   const Plan& p = plan.plan;

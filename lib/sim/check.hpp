@@ -36,6 +36,16 @@ struct CheckOptions {
   bool require_fit = true;
   /// The executor's own limits are problems too (not for simulate: a planner's view).
   bool executor = true;
+
+  /// The planner's view (simulate, plot, export, accuracy): memory over the limit is shown, not
+  /// refused, and octorun's own limits are not checked; `memory_limit_gib` as above.
+  [[nodiscard]] static CheckOptions planner_view(double memory_limit_gib = 0) {
+    CheckOptions o;
+    o.memory_limit_gib = memory_limit_gib;
+    o.require_fit = false;
+    o.executor = false;
+    return o;
+  }
 };
 
 struct CheckResult {
