@@ -24,27 +24,34 @@ std::int64_t expected_output_bytes(const ModelSpec& model, std::size_t layer, co
   return static_cast<std::int64_t>(std::ceil(bytes / std::max(shape.tp, 1)));
 }
 
-std::optional<std::string> costs_disagreement(const ModelSpec& model, const CostProfile& costs,
-                                              const CostShape& shape) {
+std::optional<CostsDisagreement> costs_disagreement(const ModelSpec& model, const CostProfile& costs,
+                                                    const CostShape& shape) {
+  const auto layer_line = [&](std::size_t i) {
+    return i < costs.lines.layer.size() ? costs.lines.layer[i] : 0;
+  };
   if (costs.layers.size() != model.layers.size())
-    return fmt::format(
-        "layers: {} entries, but model {} has {} layers (expected one entry per model layer, embedding first "
-        "and "
-        "LM head last)",
-        costs.layers.size(), model.name, model.layers.size());
+    return CostsDisagreement{fmt::format("layers: {} entries, but model {} has {} layers (expected one entry "
+                                         "per model layer, embedding first "
+                                         "and "
+                                         "LM head last)",
+                                         costs.layers.size(), model.name, model.layers.size()),
+                             costs.lines.layers};
   for (std::size_t i = 0; i < model.layers.size(); ++i)
     if (costs.layers[i].label != model.layers[i].label)
-      return fmt::format(
-          "layer {}: label '{}', but layer {} of model {} is '{}' (expected the model's layers in order: "
-          "costs of "
-          "another model or another layer order)",
-          i, costs.layers[i].label, i, model.name, model.layers[i].label);
+      return CostsDisagreement{
+          fmt::format(
+              "layer {}: label '{}', but layer {} of model {} is '{}' (expected the model's layers in order: "
+              "costs of "
+              "another model or another layer order)",
+              i, costs.layers[i].label, i, model.name, model.layers[i].label),
+          layer_line(i)};
   const auto shape_error = [&](const char* field, std::int64_t costs_value, std::int64_t wanted) {
-    return fmt::format(
-        "shape.{}: {}, but the plan uses {} (expected costs for micro-batch {}, seq {}, tp {}: estimate or "
-        "profile "
-        "them at that shape)",
-        field, costs_value, wanted, shape.micro_batch, shape.seq, shape.tp);
+    return CostsDisagreement{fmt::format("shape.{}: {}, but the plan uses {} (expected costs for micro-batch "
+                                         "{}, seq {}, tp {}: estimate or "
+                                         "profile "
+                                         "them at that shape)",
+                                         field, costs_value, wanted, shape.micro_batch, shape.seq, shape.tp),
+                             costs.lines.shape};
   };
   if (costs.micro_batch != shape.micro_batch)
     return shape_error("micro_batch", costs.micro_batch, shape.micro_batch);
@@ -54,13 +61,15 @@ std::optional<std::string> costs_disagreement(const ModelSpec& model, const Cost
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     const std::int64_t want = expected_output_bytes(model, i, shape, costs.source);
     if (costs.layers[i].output_bytes != want)
-      return fmt::format(
-          "layer {} ('{}'): output_bytes {}, but model {} passes {} bytes to the next layer (expected "
-          "micro-batch "
-          "{} x seq {} x hidden {} x {} bytes{}: costs of another model or dimensions)",
-          i, costs.layers[i].label, costs.layers[i].output_bytes, model.name, want, shape.micro_batch,
-          shape.seq, model.hidden, element_bytes(model, costs.source),
-          shape.tp > 1 ? fmt::format(" / tp {}", shape.tp) : "");
+      return CostsDisagreement{
+          fmt::format(
+              "layer {} ('{}'): output_bytes {}, but model {} passes {} bytes to the next layer (expected "
+              "micro-batch "
+              "{} x seq {} x hidden {} x {} bytes{}: costs of another model or dimensions)",
+              i, costs.layers[i].label, costs.layers[i].output_bytes, model.name, want, shape.micro_batch,
+              shape.seq, model.hidden, element_bytes(model, costs.source),
+              shape.tp > 1 ? fmt::format(" / tp {}", shape.tp) : ""),
+          layer_line(i)};
   }
   return std::nullopt;
 }

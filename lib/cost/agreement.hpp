@@ -27,10 +27,17 @@ struct CostShape {
 [[nodiscard]] std::int64_t expected_output_bytes(const ModelSpec& model, std::size_t layer,
                                                  const CostShape& shape, CostProfile::Source source);
 
+/// A disagreement: the message, which names the layer ("layer 3: label 'E', but the model's layer 3
+/// is 'M' ...") without a file prefix, and the line of the costs YAML it is about (0: unknown).
+struct CostsDisagreement {
+  std::string what;
+  int line = 0;
+};
+
 /// The first disagreement between `costs` and `model` at `shape`, or nothing: the layer count, then
-/// the label of every layer, the shape, then each layer's output bytes. The message names the
-/// layer ("layer 3: label 'E', but the model's layer 3 is 'M' ...") without a file prefix.
-[[nodiscard]] std::optional<std::string> costs_disagreement(const ModelSpec& model, const CostProfile& costs,
-                                                            const CostShape& shape);
+/// the label of every layer, the shape, then each layer's output bytes.
+[[nodiscard]] std::optional<CostsDisagreement> costs_disagreement(const ModelSpec& model,
+                                                                  const CostProfile& costs,
+                                                                  const CostShape& shape);
 
 }  // namespace octo

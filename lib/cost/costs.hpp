@@ -43,6 +43,13 @@ struct CostProfile {
   std::optional<double> p2p_latency_us;
   /// Fixed per-op overhead (launch, bookkeeping) the simulator adds to every compute op.
   double op_overhead_ms = 0;
+  /// Where the parts were in the costs YAML (1-based lines; 0: not read from YAML), for messages
+  /// about them that only a later check can give (cost/agreement.hpp).
+  struct Lines {
+    int shape = 0;
+    int layers = 0;
+    std::vector<int> layer;  ///< per expanded layer: its entry's line (a repeat shares one)
+  } lines;
 };
 
 [[nodiscard]] std::string_view to_string(CostProfile::Source source);

@@ -209,8 +209,8 @@ PlannerInputs load_inputs(const InputOptions& o) {
     in.costs = parse_costs(in.costs_yaml, o.costs_path);
     const CostShape shape{model.training.micro_batch, model.seq_len, cluster.tp, cluster.ep};
     if (const auto problem = costs_disagreement(model, in.costs, shape))
-      throw InputError(SourceLocation{o.costs_path}, "",
-                       fmt::format("{} (model {})", *problem, model.source));
+      throw InputError(SourceLocation{o.costs_path, problem->line, 0}, "",
+                       fmt::format("{} (model {})", problem->what, model.source));
     if (in.costs.model != model.name)
       log::warn("cost", "{}: costs are for model '{}', not '{}' (their layers agree; using them anyway)",
                 o.costs_path, in.costs.model, model.name);

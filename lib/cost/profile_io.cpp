@@ -90,7 +90,11 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
       top.fail("date", fmt::format("'{}' is not an ISO date", c.date), "YYYY-MM-DD or YYYY-MM-DDThh:mm:ss");
   }
 
+  const auto line_of = [](const YAML::Node& node) {
+    return node.Mark().is_null() ? 0 : node.Mark().line + 1;
+  };
   MapReader shape = top.map("shape", {"micro_batch", "seq", "tp", "ep"});
+  c.lines.shape = line_of(top.node("shape"));
   c.micro_batch = static_cast<int>(shape.integer("micro_batch"));
   c.seq = shape.integer("seq", 1, kMaxInt64);
   c.tp = static_cast<int>(shape.integer_or("tp", 1));
@@ -113,6 +117,7 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
                               : "got a scalar",
              layers_expected);
   if (layers.size() == 0) top.fail("layers", "empty list", layers_expected);
+  c.lines.layers = line_of(layers);
   std::size_t index = 0;
   double totals[3] = {0, 0, 0};
   for (const auto& entry : layers) {
@@ -123,6 +128,7 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
       yaml::fail_at(source, entry, path + ".repeat", "makes the file longer than the layer limit",
                     fmt::format("at most {} layers in all", kMaxLayers));
     c.layers.insert(c.layers.end(), static_cast<std::size_t>(repeat), layer);
+    c.lines.layer.insert(c.lines.layer.end(), static_cast<std::size_t>(repeat), line_of(entry));
     // Running sums over the layers so far (repeats included).
     const std::pair<const char*, std::int64_t> counts[] = {{"activation_bytes", layer.activation_bytes},
                                                            {"output_bytes", layer.output_bytes},

@@ -120,7 +120,9 @@ std::optional<PlanInputs> check_inputs(const Plan& plan, const std::string& sour
                     in->cluster.world()));
   const CostShape shape{plan.micro_batch, plan.seq > 0 ? plan.seq : in->model.seq_len, plan.tp, plan.ep};
   if (const auto problem = costs_disagreement(in->model, in->costs, shape))
-    out.push_back(fmt::format("{}: {}: {}", source, embedded_document("costs"), *problem));
+    out.push_back(fmt::format("{}: {}{}: {}", source, embedded_document("costs"),
+                              problem->line > 0 ? fmt::format(" line {}", problem->line) : "",
+                              problem->what));
   return in;
 }
 

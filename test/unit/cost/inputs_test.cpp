@@ -2,6 +2,9 @@
 
 #include "cost/inputs.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
@@ -27,6 +30,14 @@ std::string scratch() {
 }
 
 /// Writes `text` with `from` replaced by `to` into the scratch folder.
+/// The 1-based line of the first occurrence of `needle` in the file at `path`.
+int line_of(const std::string& path, const std::string& needle) {
+  const std::string text = octo::read_file(path);
+  const auto at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+}
+
 std::string write_variant(const std::string& source_path, const std::string& name, const std::string& from,
                           const std::string& to) {
   std::string text = octo::read_file(source_path);
@@ -119,7 +130,9 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
   SECTION("costs layer count differs from the model's") {
     o.costs_path = write_variant(kSyntheticCosts, "short-costs.yaml", "repeat: 32", "repeat: 8");
     const std::string msg = load_error(o);
-    CHECK_THAT(msg, Catch::Matchers::StartsWith(o.costs_path + ": layers: 10 entries"));
+    // At the list of layers (its first entry).
+    CHECK_THAT(msg, Catch::Matchers::StartsWith(fmt::format("{}:{}: layers: 10 entries", o.costs_path,
+                                                            line_of(o.costs_path, "  - {"))));
     CHECK_THAT(msg, Catch::Matchers::Contains("has 34 layers"));
   }
   SECTION("pp too large for the cluster") {
@@ -201,14 +214,16 @@ TEST_CASE("load_inputs: costs must describe the model at the run's shape", "[cos
   SECTION("labels in another order: the first mismatching layer is named") {
     o.costs_path = write_variant(kSyntheticCosts, "relabelled.yaml", "label: \"-\"", "label: \"M\"");
     CHECK_THAT(load_error(o),
-               Catch::Matchers::StartsWith(o.costs_path + ": layer 1: label 'M', but layer 1 of "
-                                                          "model synthetic-uniform is '-'"));
+               Catch::Matchers::StartsWith(fmt::format("{}:{}: layer 1: label 'M', but layer 1 of "
+                                                       "model synthetic-uniform is '-'",
+                                                       o.costs_path, line_of(o.costs_path, "label: \"M\""))));
   }
   SECTION("another shape") {
     o.costs_path = kSyntheticCosts;
     o.micro_batch = 2;  // the costs are for micro-batch 1
     CHECK_THAT(load_error(o),
-               Catch::Matchers::StartsWith(o.costs_path + ": shape.micro_batch: 1, but the plan uses 2"));
+               Catch::Matchers::StartsWith(fmt::format("{}:{}: shape.micro_batch: 1, but the plan uses 2",
+                                                       o.costs_path, line_of(o.costs_path, "shape:"))));
     o.micro_batch = 0;
     o.seq = 128;  // the costs are for seq 256
     CHECK_THAT(load_error(o), Catch::Matchers::Contains("shape.seq: 256, but the plan uses 128"));

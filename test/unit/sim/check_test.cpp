@@ -193,7 +193,7 @@ TEST_CASE("check_plan: values the inputs give are re-derived, the root cause rep
     REQUIRE(r.problems.size() == 1);
     // 2 sequences x 64 tokens x 96 x 4 bytes (fp32) = 49152, but the costs say 32768.
     CHECK_THAT(r.problems[0],
-               Catch::StartsWith("plan.json: inputs.costs (embedded YAML): layer 0 ('embedding'): "
+               Catch::StartsWith("plan.json: inputs.costs (embedded YAML) line 10: layer 0 ('embedding'): "
                                  "output_bytes 32768, but model tiny-hybrid passes 49152 bytes"));
   }
   SECTION("errors inside embedded YAML name the plan, the document and the line") {
