@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -43,15 +44,22 @@ inline CLI::Validator integer(std::int64_t lo, std::int64_t hi = kMaxInputIntege
       fmt::format("INT in [{}, {}]", lo, hi), "integer");
 }
 
+/// `text` as a finite number, or nothing (not a number, trailing characters, inf, nan).
+inline std::optional<double> finite_number(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
 /// A finite number above `lo` (or at least `lo` when `inclusive`).
 inline CLI::Validator number(double lo, bool inclusive = false) {
   return CLI::Validator(
       [lo, inclusive](std::string& text) -> std::string {
-        double v = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(v))
-          return fmt::format("must be a finite number (got '{}')", text);
+        const std::optional<double> parsed = finite_number(text);
+        if (!parsed) return fmt::format("must be a finite number (got '{}')", text);
+        const double v = *parsed;
         if (inclusive ? v < lo : v <= lo)
           return fmt::format("must be {} {} (got {})", inclusive ? "at least" : "greater than", lo, text);
         return {};
@@ -63,12 +71,9 @@ inline CLI::Validator number(double lo, bool inclusive = false) {
 inline CLI::Validator memory_gib() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        double v = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(v))
-          return fmt::format("must be a finite number of GiB (got '{}')", text);
-        if (!(v >= kMinMemoryGib))
+        const std::optional<double> v = finite_number(text);
+        if (!v) return fmt::format("must be a finite number of GiB (got '{}')", text);
+        if (!(*v >= kMinMemoryGib))
           return fmt::format("must be at least 1 MiB = {} GiB (got {})", kMinMemoryGib, text);
         return {};
       },

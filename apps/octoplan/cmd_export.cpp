@@ -37,11 +37,16 @@ std::string stages_path_for(const std::string& csv) {
   return p.string() + ".stages.json";
 }
 
+/// The stage file torch-csv writes beside the CSV (none for the other formats or without -o).
+std::string stages_path(const ExportArgs& a) {
+  if (a.format != "torch-csv" || a.output.empty()) return {};
+  return a.stages_output.empty() ? stages_path_for(a.output) : a.stages_output;
+}
+
 int export_torch(const ExportArgs& a, const octo::Plan& plan) {
   if (a.output.empty())
     throw octo::Error("export --format torch-csv: give the CSV to write with -o FILE.csv");
-  const std::string stages = a.stages_output.empty() ? stages_path_for(a.output) : a.stages_output;
-  octo::check_output_paths({{"-o", a.output}, {"--stages-out", stages}, {"--report", a.report}}, {a.plan});
+  const std::string stages = stages_path(a);
   octo::TorchExportOptions o;
   o.comms = a.comms;
   o.strip_recompute = a.strip_recompute;
@@ -96,7 +101,8 @@ int export_megatron(const ExportArgs& a, const octo::Plan& plan) {
 }
 
 int run(const ExportArgs& a) {
-  octo::check_output_paths({{"-o", a.output}, {"--report", a.report}}, {a.plan});
+  octo::check_output_paths({{"-o", a.output}, {"--stages-out", stages_path(a)}, {"--report", a.report}},
+                           {a.plan});
   if (a.format != "torch-csv" && (a.comms || a.strip_recompute || !a.stages_output.empty()))
     throw octo::Error("--comms, --strip-recompute and --stages-out apply to --format torch-csv");
   // The one check of a plan (its inputs, structure, byte counts, deadlock freedom, prediction), so

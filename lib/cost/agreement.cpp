@@ -31,9 +31,7 @@ std::optional<CostsDisagreement> costs_disagreement(const ModelSpec& model, cons
   };
   if (costs.layers.size() != model.layers.size())
     return CostsDisagreement{fmt::format("layers: {} entries, but model {} has {} layers (expected one entry "
-                                         "per model layer, embedding first "
-                                         "and "
-                                         "LM head last)",
+                                         "per model layer, embedding first and LM head last)",
                                          costs.layers.size(), model.name, model.layers.size()),
                              costs.lines.layers};
   for (std::size_t i = 0; i < model.layers.size(); ++i)
@@ -41,15 +39,12 @@ std::optional<CostsDisagreement> costs_disagreement(const ModelSpec& model, cons
       return CostsDisagreement{
           fmt::format(
               "layer {}: label '{}', but layer {} of model {} is '{}' (expected the model's layers in order: "
-              "costs of "
-              "another model or another layer order)",
+              "costs of another model or another layer order)",
               i, costs.layers[i].label, i, model.name, model.layers[i].label),
           layer_line(i)};
   const auto shape_error = [&](const char* field, std::int64_t costs_value, std::int64_t wanted) {
     return CostsDisagreement{fmt::format("shape.{}: {}, but the plan uses {} (expected costs for micro-batch "
-                                         "{}, seq {}, tp {}: estimate or "
-                                         "profile "
-                                         "them at that shape)",
+                                         "{}, seq {}, tp {}: estimate or profile them at that shape)",
                                          field, costs_value, wanted, shape.micro_batch, shape.seq, shape.tp),
                              costs.lines.shape};
   };
@@ -64,8 +59,7 @@ std::optional<CostsDisagreement> costs_disagreement(const ModelSpec& model, cons
       return CostsDisagreement{
           fmt::format(
               "layer {} ('{}'): output_bytes {}, but model {} passes {} bytes to the next layer (expected "
-              "micro-batch "
-              "{} x seq {} x hidden {} x {} bytes{}: costs of another model or dimensions)",
+              "micro-batch {} x seq {} x hidden {} x {} bytes{}: costs of another model or dimensions)",
               i, costs.layers[i].label, costs.layers[i].output_bytes, model.name, want, shape.micro_batch,
               shape.seq, model.hidden, element_bytes(model, costs.source),
               shape.tp > 1 ? fmt::format(" / tp {}", shape.tp) : ""),

@@ -89,48 +89,58 @@ void check_run_memory(const TrainOptions& o, const ExecPlan& plan, int ranks) {
         ErrorKind::TooLarge);
 }
 
-/// The plan's predicted peak of `rank`'s pipeline device at the executor's fp32 (exec/memory.hpp),
-/// bytes (0 without a prediction); `repriced` says whether it had to be re-priced.
-double predicted_rank_peak(const ExecPlan& plan, int rank, bool& repriced) {
-  const std::vector<DeviceMemoryPrediction> predicted = predicted_memory(plan, repriced);
+/// The plan's predicted peak of `rank`'s pipeline device at the executor's fp32 (exec/memory.hpp):
+/// 0 bytes without a prediction; `repriced` when it had to be re-priced.
+struct RankPeak {
+  int device = 0;
+  double bytes = 0;
+  bool repriced = false;
+};
+
+RankPeak predicted_rank_peak(const ExecPlan& plan, int rank) {
+  RankPeak out;
+  const std::vector<DeviceMemoryPrediction> predicted = predicted_memory(plan, out.repriced);
   const Plan& p = plan.plan;
-  const auto device = static_cast<std::size_t>(RankLayout(p.devices, p.tp, p.dp, p.ep).coords(rank).pp);
-  return device < predicted.size() ? static_cast<double>(predicted[device].peak_bytes) : 0.0;
+  out.device = RankLayout(p.devices, p.tp, p.dp, p.ep).coords(rank).pp;
+  const auto d = static_cast<std::size_t>(out.device);
+  if (d < predicted.size()) out.bytes = static_cast<double>(predicted[d].peak_bytes);
+  return out;
+}
+
+/// The refusal of a CPU run whose `who` would need `need_bytes` by the prediction, more than the
+/// machine's `physical` bytes.
+Error too_large_for_machine(const std::string& who, double need_bytes, bool repriced, std::int64_t physical) {
+  return Error(
+      fmt::format("{} would need about {:.1f} GiB of memory by the plan's prediction{}, more than this "
+                  "machine's {:.1f} GiB (expected a plan that fits: more pipeline devices or machines, "
+                  "recompute, a smaller micro-batch or seq)",
+                  who, to_gib(need_bytes), repriced ? " (re-priced at fp32)" : "",
+                  to_gib(static_cast<double>(physical))),
+      ErrorKind::TooLarge);
 }
 
 /// Refuses (TooLarge) a CPU run in which this rank alone would need more memory than the machine
 /// has (local, before any data or layer is allocated; check_host_memory adds up the machine's ranks).
 void check_rank_memory(const TrainOptions& o, const ExecPlan& plan, int rank) {
-  if (o.backend != "cpu") return;
-  bool repriced = false;
-  const double need = predicted_rank_peak(plan, rank, repriced);
+  if (o.backend != "cpu") return;  // other backends hold their tensors in device memory
+  const RankPeak mine = predicted_rank_peak(plan, rank);
   const std::int64_t physical = physical_memory_bytes();
-  if (physical <= 0 || need <= static_cast<double>(physical)) return;
-  throw Error(
-      fmt::format("rank {} would need about {:.1f} GiB of memory by the plan's prediction{}, more than "
-                  "this machine's {:.1f} GiB (expected a plan that fits: more pipeline devices or "
-                  "machines, recompute, a smaller micro-batch or seq)",
-                  rank, to_gib(need), repriced ? " (re-priced at fp32)" : "",
-                  to_gib(static_cast<double>(physical))),
-      ErrorKind::TooLarge);
+  if (physical <= 0 || mine.bytes <= static_cast<double>(physical)) return;
+  throw too_large_for_machine(fmt::format("rank {}", rank), mine.bytes, mine.repriced, physical);
 }
 
 /// Refuses (TooLarge) a CPU run whose ranks on this machine would together need more memory than
-/// it has by the plan's prediction at the executor's fp32 (exec/memory.hpp): the kernel would kill
-/// them in the middle of a step instead. Collective over `world` (the machines are told apart by
-/// host name).
+/// it has by the plan's prediction: the kernel would kill them in the middle of a step instead.
+/// Collective over `world` (the machines are told apart by host name).
 void check_host_memory(const TrainOptions& o, const ExecPlan& plan, Comm& world) {
-  if (o.backend != "cpu") return;  // other backends hold their tensors in device memory
-  bool repriced = false;
-  const double mine = predicted_rank_peak(plan, world.rank(), repriced);
-  const Plan& p = plan.plan;
-  const int device = RankLayout(p.devices, p.tp, p.dp, p.ep).coords(world.rank()).pp;
+  if (o.backend != "cpu") return;
+  const RankPeak mine = predicted_rank_peak(plan, world.rank());
   // Per rank: its host name's hash in four exact 16-bit pieces, and its predicted peak in MiB.
   const std::uint64_t host = std::hash<std::string>{}(host_name());
   std::vector<float> row(5);
   for (int k = 0; k < 4; ++k)
     row[static_cast<std::size_t>(k)] = static_cast<float>((host >> (16 * k)) & 0xFFFF);
-  row[4] = static_cast<float>(std::ceil(to_mib(mine)));
+  row[4] = static_cast<float>(std::ceil(to_mib(mine.bytes)));
   std::vector<float> table(row.size() * static_cast<std::size_t>(world.size()));
   world.all_gather(row, table);
   double need_mib = 0;
@@ -144,16 +154,11 @@ void check_host_memory(const TrainOptions& o, const ExecPlan& plan, Comm& world)
   }
   const std::int64_t physical = physical_memory_bytes();
   if (physical <= 0 || need_mib * kMiB <= static_cast<double>(physical)) return;
-  throw Error(
-      fmt::format(
-          "the plan's {} rank{} on this machine would need about {:.1f} GiB of memory by its "
-          "prediction (rank {}, pipeline device {}: {:.1f} GiB{}), more than this machine's {:.1f} GiB "
-          "(expected a plan that fits: more pipeline devices or machines, recompute, a smaller "
-          "micro-batch or seq)",
-          here, here == 1 ? "" : "s", need_mib / 1024, world.rank(), device,
-          static_cast<double>(row[4]) / 1024, repriced ? ", re-priced at fp32" : "",
-          to_gib(static_cast<double>(physical))),
-      ErrorKind::TooLarge);
+  throw too_large_for_machine(
+      fmt::format("the plan's {} rank{} on this machine (rank {}, pipeline device {}: "
+                  "{:.1f} GiB)",
+                  here, here == 1 ? "" : "s", world.rank(), mine.device, to_gib(mine.bytes)),
+      need_mib * kMiB, mine.repriced, physical);
 }
 
 Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& backends) {

@@ -18,7 +18,7 @@ std::vector<Evaluation> BatchEvaluator::run(const Evaluator& evaluator, std::spa
   const int n = static_cast<int>(
       std::min<std::int64_t>(static_cast<std::int64_t>(candidates.size()), budget_.evaluations_left()));
   pool_.run(n, [&](int i, int worker) {
-    if (static_cast<std::size_t>(i) >= at_least && (budget_.interrupted() || budget_.past_wall_cap())) return;
+    if (static_cast<std::size_t>(i) >= at_least && budget_.out_of_time()) return;
     out[static_cast<std::size_t>(i)] = evaluator.evaluate(
         candidates[static_cast<std::size_t>(i)], sims_[static_cast<std::size_t>(worker)], nullptr, bound);
   });

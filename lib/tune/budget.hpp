@@ -47,6 +47,8 @@ class Budget {
   [[nodiscard]] bool past_wall_cap() const { return elapsed_s() >= wall_cap_s_; }
   /// TuneOptions::stop is raised (safe to call from the worker threads).
   [[nodiscard]] bool interrupted() const { return stop_ && stop_->load(); }
+  /// Interrupted or past the wall-clock cap: no more work is started (safe from the worker threads).
+  [[nodiscard]] bool out_of_time() const { return interrupted() || past_wall_cap(); }
   [[nodiscard]] double wall_cap_s() const { return wall_cap_s_; }
   [[nodiscard]] std::int64_t evaluations() const { return evaluations_; }
   /// Evaluations the evaluation limit still allows.

@@ -377,9 +377,8 @@ std::vector<Scored> run_seeds(const PlannerInputs& inputs, const Evaluator& ev, 
   // take longer than the whole wall-clock cap: no stage count is started past the cap or after an
   // interrupt, and the first seeds are evaluated even then, so that the search returns the best of
   // them (where it beats the baselines) rather than nothing of its own.
-  std::vector<Structure> structures =
-      seed_structures(inputs, ev, work, [&] { return budget.interrupted() || budget.past_wall_cap(); });
-  if (budget.interrupted() || budget.past_wall_cap())  // only the first seeds run: the most promising
+  std::vector<Structure> structures = seed_structures(inputs, ev, work, [&] { return budget.out_of_time(); });
+  if (budget.out_of_time())  // only the first seeds run: the most promising
     std::stable_sort(structures.begin(), structures.end(),
                      [](const Structure& x, const Structure& y) { return x.bound_ms < y.bound_ms; });
   const std::vector<Candidate> a = preset_candidates(structures, inputs, ev, owner);

@@ -61,8 +61,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   // 1. Baselines (the incumbent), and the bound of any plan (the search stops when it gets there).
   const bool can_fit = static_memory_can_fit(inputs);
   progress.report("building the baselines", true, nullptr, 0);
-  BaselineField field =
-      run_baseline_field(inputs, can_fit, [&] { return budget.interrupted() || budget.past_wall_cap(); });
+  BaselineField field = run_baseline_field(inputs, can_fit, [&] { return budget.out_of_time(); });
   result.stats.baselines_s = budget.elapsed_s();
   const BaselineRun* incumbent = field.incumbent();
   result.baselines_recompute_to_fit = field.recompute_to_fit;
@@ -99,7 +98,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   }
   // 3b. The order search on the best plan, and the elite justified, kept when the simulator confirms it.
   std::optional<Scored> polished;
-  if (search.incumbent().has() && !budget.interrupted() && !budget.past_wall_cap()) {
+  if (search.incumbent().has() && !budget.out_of_time()) {
     const std::int64_t polish_ops = std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units));
     Polish pol = polish(search.incumbent().best(), *evaluator, polish_ops, options.seed);
     budget.charge_serial(static_cast<double>(pol.timed_ops + 3 * pol.evaluated_ops));
