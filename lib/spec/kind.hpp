@@ -4,6 +4,7 @@
 /// (spec/kinds.cpp); the model loader, the counts and to_string(BlockKind) loop over the registry.
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "spec/model.hpp"
@@ -58,6 +59,11 @@ struct LayerKind {
   void (*parse)(const yaml::MapReader& top, ModelSpec& model) = nullptr;
   /// The counts of one part of this kind. Throws octo::Error when the model lacks its section.
   PartCounts (*count)(const ModelSpec& model, const CountShape& shape) = nullptr;
+  /// Why octorun's layer of this kind (nn/layers/) cannot run the model's dimensions, e.g. "its
+  /// Mamba layer implements Mamba2 only, and mamba.version is 1"; empty when it can. Null: it runs
+  /// every model the loader accepts. spec/executor_limits.hpp collects these for `octoplan check`,
+  /// and the layer's constructor refuses with the same words.
+  std::string (*executor_limit)(const ModelSpec& model) = nullptr;
 };
 
 /// Every registered kind in registry order, the order of the symbol and name lists in messages.

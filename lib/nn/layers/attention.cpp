@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "nn/layers/parallel.hpp"
 #include "nn/layers/sublayer.hpp"
+#include "spec/executor_limits.hpp"
 
 namespace octo::nn {
 namespace {
@@ -46,9 +47,8 @@ class Attention final : public Sublayer {
     if (kv_heads_ <= 0 || heads_ % kv_heads_ != 0)
       fail("model {}: attention heads ({}) must be a positive multiple of kv_heads ({})", model.name, heads_,
            kv_heads_);
-    if (head_dim_ <= 0 || head_dim_ % 2 != 0)
-      fail("model {}: attention head_dim must be positive and even for rotary embeddings (got {})",
-           model.name, head_dim_);
+    require_executable(model, BlockKind::Attention);
+    if (head_dim_ <= 0) fail("model {}: attention head_dim must be positive (got {})", model.name, head_dim_);
     const int T = par_.tp_size();
     TpSplit qkv_split, o_split;
     if (T > 1) {

@@ -125,8 +125,7 @@ class LmHead final : public Layer {
 std::unique_ptr<Layer> make_lm_head(const ModelSpec& model, std::size_t index, Device& device,
                                     const LayerGroups& groups) {
   if (model.vocab <= 0 || model.hidden <= 0) fail("model {}: vocab and hidden must be positive", model.name);
-  if (const std::vector<std::string> limits = executor_model_limits(model); !limits.empty())
-    fail("{}", limits.front());
+  require_executable(model, BlockKind::LmHead);
   return std::make_unique<LmHead>(model, index, device, groups);
 }
 

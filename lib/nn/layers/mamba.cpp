@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "nn/layers/parallel.hpp"
 #include "nn/layers/sublayer.hpp"
+#include "spec/executor_limits.hpp"
 
 namespace octo::nn {
 namespace {
@@ -267,9 +268,7 @@ std::unique_ptr<Sublayer> make_mamba(const ModelSpec& model, Device& device, Par
   const MambaSpec* spec = model.sections.find<MambaSpec>();
   if (!spec) fail("model {}: a Mamba layer needs a mamba section", model.name);
   const MambaSpec& m = *spec;
-  if (m.version != 2)
-    fail("model {}: the nn layers implement Mamba2 (SSD) only; mamba version {} is not supported", model.name,
-         m.version);
+  require_executable(model, BlockKind::Mamba);
   if (m.heads <= 0 || m.head_dim <= 0 || m.state <= 0 || m.conv <= 0 || m.groups <= 0 ||
       m.heads % m.groups != 0)
     fail(

@@ -47,12 +47,23 @@ PartCounts count(const ModelSpec& model, const CountShape& s) {
   return p;
 }
 
+std::string executor_limit(const ModelSpec& model) {
+  const AttentionSpec& a = require_section<AttentionSpec>(model);
+  // The loader always sets head_dim; a spec built in code may leave it to hidden / heads.
+  const std::int64_t d = a.head_dim > 0 ? a.head_dim : (a.heads > 0 ? model.hidden / a.heads : 0);
+  if (d % 2 == 0) return {};
+  return fmt::format(
+      "its attention layer applies rotary embeddings, which need an even attention.head_dim "
+      "(got {})",
+      d);
+}
+
 }  // namespace
 
 const LayerKind& attention_kind() {
   static constexpr LayerKind kind{
-      BlockKind::Attention,        "attention", "attention", '*', KindRole::Mixer, "attention",
-      "heads, kv_heads, head_dim", parse,       count};
+      BlockKind::Attention,        "attention", "attention", '*',           KindRole::Mixer, "attention",
+      "heads, kv_heads, head_dim", parse,       count,       executor_limit};
   return kind;
 }
 

@@ -84,6 +84,12 @@ PartCounts count(const ModelSpec& model, const CountShape& s) {
   return p;
 }
 
+std::string executor_limit(const ModelSpec& model) {
+  const MambaSpec& m = require_section<MambaSpec>(model);
+  if (m.version == 2) return {};
+  return fmt::format("its Mamba layer implements Mamba2 (SSD) only, and mamba.version is {}", m.version);
+}
+
 }  // namespace
 
 const LayerKind& mamba_kind() {
@@ -96,7 +102,8 @@ const LayerKind& mamba_kind() {
       "mamba",
       "version, heads, head_dim, state, groups, conv (or expand, dt_rank for version 1)",
       parse,
-      count};
+      count,
+      executor_limit};
   return kind;
 }
 

@@ -276,6 +276,10 @@ TEST_CASE("misuse and unsupported models are errors, not crashes", "[nn][model]"
   ModelSpec mamba1 = model;
   mamba1.sections.find<MambaSpec>()->version = 1;
   CHECK_THROWS_WITH(build_layer(mamba1, 1, kSeed, dev), Catch::Contains("Mamba2"));
+  ModelSpec odd_head = model;
+  odd_head.sections.find<AttentionSpec>()->head_dim = 15;
+  CHECK_THROWS_WITH(build_layer(odd_head, 2, kSeed, dev),
+                    Catch::Contains("even attention.head_dim (got 15)"));
   ModelSpec no_moe = model;
   no_moe.sections.erase<MoeSpec>();
   CHECK_THROWS_WITH(build_layer(no_moe, 4, kSeed, dev), Catch::Contains("moe section"));
