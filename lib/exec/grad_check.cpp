@@ -23,7 +23,13 @@ GradientCheck check_gradients(Runtime& runtime, Comm& world, nn::Device& device,
   std::vector<std::vector<float>> full(L);
   for (nn::Layer* l : mine) {
     const std::vector<float> local = device.download(l->params().grads());
-    full[l->index()] = concat(gather_full(runtime, *l, local));
+    std::vector<std::vector<float>> tensors = gather_full(runtime, *l, local);
+    // A tied copy (nn/tied_embeddings.hpp) is not a parameter of the model: the reference, which
+    // holds the embedding and the head in one process, has none; its gradient is the table's.
+    const std::vector<nn::ParamInfo>& infos = l->params().infos();
+    for (std::size_t i = infos.size(); i-- > 0;)
+      if (infos[i].copy_of) tensors.erase(tensors.begin() + static_cast<std::ptrdiff_t>(i));
+    full[l->index()] = concat(tensors);
   }
   const bool compares = runtime.shard_group().rank() == 0;
 

@@ -16,8 +16,10 @@ std::vector<GradPiece> grad_pieces(Runtime& runtime) {
     for (const nn::ParamInfo& p : run.layer->params().infos()) {
       const std::size_t lo = std::max(p.offset, run.own_begin), hi = std::min(p.offset + p.size, run.own_end);
       if (lo >= hi) continue;
-      // A tensor replicated over the tensor group is counted on its first rank; a TP shard everywhere.
-      out.push_back({grads + lo, hi - lo, group_counts && (tensor_first || !p.tp.replicated())});
+      // A tensor replicated over the tensor group is counted on its first rank; a TP shard
+      // everywhere; a tied copy (the LM head's of the embedding table) not at all: at the table.
+      out.push_back(
+          {grads + lo, hi - lo, group_counts && (tensor_first || !p.tp.replicated()) && !p.copy_of});
     }
   }
   return out;

@@ -7,7 +7,8 @@
 /// data (or, for routed experts, expert-data) group holds the same reduced gradient, so only the
 /// group's first rank counts; with ZeRO 1 each rank lists only its shard, which counts. A TP shard
 /// counts on the rank that holds it, a tensor replicated over the tensor group (a norm scale) on
-/// the group's first rank; the experts of an EP group are distinct, each counted where it lives.
+/// the group's first rank; the experts of an EP group are distinct, each counted where it lives;
+/// the LM head's copy of a tied embedding table never (the table counts).
 /// Then every parameter contributes its squares once, whatever the layout.
 
 #include <cstddef>

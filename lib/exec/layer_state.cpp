@@ -25,12 +25,21 @@ std::vector<std::size_t> RuntimeLayerStates::layers_to_write() {
   // Data-parallel rank 0 (so expert rank 0) and tensor rank 0: the first member of a tensor x expert
   // group, which gather_for_export() gave the canonical tensors.
   if (runtime_.coords().dp != 0 || runtime_.coords().tp != 0) return {};
-  return layers_to_read();
+  std::vector<std::size_t> out;
+  for (nn::Layer* l : runtime_.layers()) out.push_back(l->index());
+  return out;
 }
 
 std::vector<std::size_t> RuntimeLayerStates::layers_to_read() {
   std::vector<std::size_t> out;
-  for (nn::Layer* l : runtime_.layers()) out.push_back(l->index());
+  for (nn::Layer* l : runtime_.layers()) {
+    out.push_back(l->index());
+    // A tied copy is loaded from its original's tensors (the copy is never stored).
+    for (const nn::ParamInfo& p : l->params().infos())
+      if (p.copy_of) out.push_back(static_cast<std::size_t>(p.copy_of->layer));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
@@ -70,6 +79,7 @@ void RuntimeLayerStates::gather_for_export() {
       const Plan& p = runtime_.plan().plan;
       for (std::size_t i = 0; i < ps.infos().size(); ++i) {
         const nn::ParamInfo& info = ps.infos()[i];
+        if (info.copy_of) continue;  // a tied copy: its original is stored
         const std::vector<std::int64_t> shape = nn::full_shape(info, p.ep);
         out.tensors.push_back({info.name, shape, values[i]});
         out.tensors.push_back({exp_avg_name(info.name), shape, m[i]});
@@ -87,6 +97,13 @@ CanonicalLayer RuntimeLayerStates::export_layer(std::size_t index) {
 }
 
 void RuntimeLayerStates::import_layer(const CanonicalLayer& state, const std::string& source) {
+  const std::vector<nn::Layer*> here = runtime_.layers();
+  if (std::none_of(here.begin(), here.end(), [&](const nn::Layer* l) { return l->index() == state.index; })) {
+    // Not a layer of this rank: the original of a tied copy here (layers_to_read()), kept until
+    // the copy's layer is imported.
+    originals_[state.index] = {state, source};
+    return;
+  }
   nn::Layer& l = layer(state.index);
   nn::ParamSet& ps = l.params();
   const Plan& plan = runtime_.plan().plan;
@@ -96,10 +113,24 @@ void RuntimeLayerStates::import_layer(const CanonicalLayer& state, const std::st
   std::size_t used = 0;
   const auto take = [&](const std::string& name, const nn::ParamInfo& p,
                         std::vector<std::vector<float>>& into) {
-    const auto it = by_name.find(name);
-    if (it == by_name.end())
-      fail("{}: tensor '{}' is missing (layer {} '{}' has it)", source, name, state.index, l.label());
-    const CanonicalTensor& t = *it->second;
+    // A tied copy: from its original's layer, under the same name.
+    const auto original =
+        p.copy_of ? originals_.find(static_cast<std::size_t>(p.copy_of->layer)) : originals_.end();
+    if (p.copy_of && original == originals_.end())
+      fail("{}: layer {} '{}' holds a copy of layer {}'s '{}', which was not read", source, state.index,
+           l.label(), p.copy_of->layer, p.name);
+    const CanonicalLayer& from = p.copy_of ? original->second.first : state;
+    const std::string& from_source = p.copy_of ? original->second.second : source;
+    const CanonicalTensor* found = nullptr;
+    if (p.copy_of) {
+      for (const CanonicalTensor& t : from.tensors)
+        if (t.name == name) found = &t;
+    } else if (const auto it = by_name.find(name); it != by_name.end()) {
+      found = it->second;
+    }
+    if (!found)
+      fail("{}: tensor '{}' is missing (layer {} '{}' has it)", from_source, name, from.index, l.label());
+    const CanonicalTensor& t = *found;
     const std::vector<std::int64_t> shape = nn::full_shape(p, plan.ep);
     if (t.shape != shape)
       fail("{}: tensor '{}' has shape [{}], layer {} '{}' declares [{}]", source, name,
@@ -108,7 +139,7 @@ void RuntimeLayerStates::import_layer(const CanonicalLayer& state, const std::st
       fail("{}: tensor '{}' has {} values, expected {}", source, name, t.values.size(),
            nn::full_size(p, plan.ep));
     into.push_back(t.values);
-    ++used;
+    if (!p.copy_of) ++used;
   };
   for (const nn::ParamInfo& p : ps.infos()) {
     take(p.name, p, values);
@@ -118,7 +149,8 @@ void RuntimeLayerStates::import_layer(const CanonicalLayer& state, const std::st
   if (used != state.tensors.size()) {
     for (const CanonicalTensor& t : state.tensors) {
       const bool known = std::any_of(ps.infos().begin(), ps.infos().end(), [&](const nn::ParamInfo& p) {
-        return t.name == p.name || t.name == exp_avg_name(p.name) || t.name == exp_avg_sq_name(p.name);
+        return !p.copy_of &&
+               (t.name == p.name || t.name == exp_avg_name(p.name) || t.name == exp_avg_sq_name(p.name));
       });
       if (!known)
         fail("{}: tensor '{}' is not a parameter (or moment) of layer {} '{}'", source, t.name, state.index,

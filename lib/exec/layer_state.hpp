@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/runtime.hpp"
@@ -60,7 +62,9 @@ class LayerStateIo {
 /// data groups and TP / EP shards over the tensor × expert group (exec/canonical.hpp), so data-
 /// parallel rank 0 / tensor rank 0 of each plan device writes the canonical tensors; every rank
 /// reads the layers of its device and keeps its cut (TP / EP shard, ZeRO-1 moment shard). A
-/// checkpoint saved under one layout therefore loads under any other of the same model.
+/// checkpoint saved under one layout therefore loads under any other of the same model. A tied
+/// copy of the embedding table (nn/tied_embeddings.hpp) is not stored: the LM head's rank also
+/// reads the embedding's layer and takes the copy from its table, moments included.
 class RuntimeLayerStates final : public LayerStateIo {
  public:
   explicit RuntimeLayerStates(Runtime& runtime) : runtime_(runtime) {}
@@ -79,6 +83,8 @@ class RuntimeLayerStates final : public LayerStateIo {
   [[nodiscard]] std::vector<float> whole_moment(nn::Layer& l, bool second);
   Runtime& runtime_;
   std::vector<CanonicalLayer> exported_;  ///< gathered by gather_for_export(), on the writer
+  /// Layers read only for the tied copies of this rank (nn/tied_embeddings.hpp), with their file.
+  std::map<std::size_t, std::pair<CanonicalLayer, std::string>> originals_;
 };
 
 }  // namespace octo::exec

@@ -185,7 +185,7 @@ Runtime::Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn
       std::make_unique<CommGroup>(split(GroupKind::Expert), layout_.describe(GroupKind::Expert, rank_));
   shard_group_ = world.split(coords_.pp * (p.dp / p.ep) + coords_.ep_block, rank_);
   shard_group_->set_label(fmt::format("tensor x expert group of rank {}", rank_));
-  const nn::LayerGroups groups{p.tp > 1 ? tp_group_.get() : nullptr, p.ep > 1 ? ep_group_.get() : nullptr};
+  nn::LayerGroups groups{p.tp > 1 ? tp_group_.get() : nullptr, p.ep > 1 ? ep_group_.get() : nullptr};
 
   local_of_stage_.assign(p.stages.size(), -1);
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
@@ -195,8 +195,12 @@ Runtime::Runtime(const ExecPlan& plan, Comm& world, nn::Device& device, const nn
     nets_.push_back(std::make_unique<nn::StageNet>(plan_.model, static_cast<std::size_t>(st.first_layer),
                                                    static_cast<std::size_t>(st.end_layer), options_.seed,
                                                    device_, groups));
+    // Stages are built in model order: a tied LM head later on this rank uses this embedding.
+    if (nets_.back()->has_embedding()) groups.embedding = nets_.back()->layers().front().get();
   }
   const std::vector<nn::Layer*> mine = layers();
+  tied_ = std::make_unique<TiedGradients>(plan_.model, mine, p.stages.front().device, p.stages.back().device,
+                                          *pipeline_);
   sync_ = std::make_unique<GradientSync>(mine, *dp_group_, *expert_dp_group_, p.zero, device_);
   optimizer_ = std::make_unique<nn::AdamW>(device_, options_.optimizer);
   if (sync_->sharded()) {
@@ -537,7 +541,10 @@ StepStats Runtime::walk(std::int64_t index, std::int64_t first_sample, const nn:
 
   try {
     const auto before = Clock::now();
-    if (!eval) sync_->reduce();
+    if (!eval) {
+      tied_->reduce();
+      sync_->reduce();
+    }
     if (owns_lm_head()) {
       float loss = static_cast<float>(st.loss_sum);
       if (p.dp > 1) dp_group_->all_reduce(std::span<float>(&loss, 1));

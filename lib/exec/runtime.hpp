@@ -40,6 +40,7 @@
 #include "exec/comm.hpp"
 #include "exec/comm_group.hpp"
 #include "exec/grad_sync.hpp"
+#include "exec/tied_gradients.hpp"
 #include "nn/data.hpp"
 #include "nn/device.hpp"
 #include "nn/model.hpp"
@@ -131,7 +132,8 @@ class Runtime {
   /// Runs training step `index` on the samples from `first_sample` on: micro-batch m of this
   /// replica holds samples first_sample + (replica × M + m) × micro_batch, ... (the whole step
   /// takes samples_per_step() samples, in the order the sequential reference takes them). Zeroes
-  /// the gradients, walks the op list, sums the gradients over the data-parallel group. Errors
+  /// the gradients, walks the op list, sums a tied embedding's two gradients
+  /// (exec/tied_gradients.hpp), sums the gradients over the data-parallel group. Errors
   /// are octo::Error "[rank r] error at <op> (step s, op i of device d): ...".
   StepStats step(std::int64_t index, std::int64_t first_sample);
   /// step(index, index × samples_per_step()): micro-batches nn::microbatch_index(index, m, M,
@@ -195,6 +197,7 @@ class Runtime {
   int rank_ = 0, device_index_ = 0, replica_ = 0;
   std::unique_ptr<Comm> pipeline_, dp_group_, expert_dp_group_, shard_group_;
   std::unique_ptr<CommGroup> tp_group_, ep_group_;
+  std::unique_ptr<TiedGradients> tied_;
   std::unique_ptr<GradientSync> sync_;
   std::vector<int> local_of_stage_;  ///< global stage → index into nets_, or -1
   std::vector<std::unique_ptr<nn::StageNet>> nets_;

@@ -66,11 +66,16 @@ class SoloGroup final : public Group {
   Device& device_;
 };
 
-/// The groups a stage's layers compute over: the tensor-parallel group and the expert-parallel
-/// group of this rank (plan/rank_layout.hpp). Null: a group of one rank (TP 1, EP 1).
+class Layer;
+
+/// What a stage's layers build on besides their own parameters: the groups they compute over (the
+/// tensor-parallel and the expert-parallel group of this rank, plan/rank_layout.hpp; null: a group
+/// of one rank, TP 1, EP 1) and, under tied embeddings, the rank's embedding layer when it holds
+/// one (the LM head then projects with its table; nn/tied_embeddings.hpp).
 struct LayerGroups {
   Group* tp = nullptr;
   Group* ep = nullptr;
+  Layer* embedding = nullptr;
 };
 
 }  // namespace octo::nn

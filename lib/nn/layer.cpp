@@ -19,8 +19,8 @@ std::size_t ParamSet::add(std::string name, std::vector<std::int64_t> shape, Ini
     if (d <= 0) fail("parameter {}: every dimension must be positive (got {})", name, d);
     size *= static_cast<std::size_t>(d);
   }
-  infos_.push_back(
-      ParamInfo{std::move(name), std::move(shape), total_, size, init, decay, std::move(split), expert});
+  infos_.push_back(ParamInfo{std::move(name), std::move(shape), total_, size, init, decay, std::move(split),
+                             expert, std::nullopt});
   total_ += size;
   return infos_.size() - 1;
 }
@@ -29,7 +29,8 @@ void ParamSet::materialize(Device& device, std::uint64_t seed, std::uint64_t lay
   std::vector<float> host(total_);
   for (std::size_t i = 0; i < infos_.size(); ++i) {
     const ParamInfo& p = infos_[i];
-    const std::uint64_t key = param_key(seed, layer, i);
+    const std::uint64_t key =
+        p.copy_of ? param_key(seed, p.copy_of->layer, p.copy_of->param) : param_key(seed, layer, i);
     float* out = host.data() + p.offset;
     if (at.tp_size == 1 && (at.ep_size == 1 || !p.expert)) {
       const std::vector<float> v = init_values(p.init, p.size, key);
@@ -42,6 +43,12 @@ void ParamSet::materialize(Device& device, std::uint64_t seed, std::uint64_t lay
   }
   values_ = device.upload(std::span<const float>(host));
   grads_ = device.zeros(total_);
+}
+
+void ParamSet::tie(std::size_t param, ParamRef original) {
+  if (!values_.empty())
+    fail("parameter {} tied after the parameters were materialized", infos_.at(param).name);
+  infos_.at(param).copy_of = original;
 }
 
 void ParamSet::zero_grads(Device& device) { device.fill(grads_.data(), grads_.size(), 0.0f); }

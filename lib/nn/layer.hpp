@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,13 @@ struct TpSplit {
   [[nodiscard]] bool replicated() const { return dim < 0; }
 };
 
+/// A parameter of the model: its layer (model layer index) and its index in that layer's ParamSet.
+struct ParamRef {
+  std::uint64_t layer = 0;
+  std::size_t param = 0;
+  bool operator==(const ParamRef&) const = default;
+};
+
 /// One named parameter tensor: a slice of its layer's flat value and gradient buffers.
 struct ParamInfo {
   std::string name;
@@ -65,6 +73,11 @@ struct ParamInfo {
   /// A routed-expert parameter: held only by the expert-parallel rank that owns the expert, its
   /// gradient reduced over the expert-data group instead of the data group (plan/rank_layout.hpp).
   bool expert = false;
+  /// A copy of another layer's parameter (the LM head's output weight under tied embeddings,
+  /// nn/tied_embeddings.hpp): drawn from the original's key, so the two start equal; its gradient
+  /// is summed with the original's every step, so they stay equal; counted once (at the
+  /// original) in the gradient norm.
+  std::optional<ParamRef> copy_of;
 };
 
 /// Where a layer's parameters sit in the full model: its rank and size in the tensor-parallel and
@@ -92,6 +105,8 @@ class ParamSet {
   /// gets exactly the values of its slice of the full tensor, so any TP/EP split starts from the
   /// model of a single-process run.
   void materialize(Device& device, std::uint64_t seed, std::uint64_t layer, const ShardPos& at = {});
+  /// Declares parameter `param` a copy of `original` (ParamInfo::copy_of), before materialize().
+  void tie(std::size_t param, ParamRef original);
 
   [[nodiscard]] const std::vector<ParamInfo>& infos() const { return infos_; }
   [[nodiscard]] std::size_t count() const { return total_; }

@@ -36,8 +36,11 @@ StageNet::StageNet(const ModelSpec& model, std::size_t first, std::size_t end, s
   if (first >= end || end > model.layers.size())
     fail("model {}: stage layers [{}, {}) are not a non-empty range of its {} layers", model.name, first, end,
          model.layers.size());
+  LayerGroups with = groups;
   for (std::size_t i = first; i < end; ++i) {
-    layers_.push_back(build_layer(model, i, seed, device, groups));
+    layers_.push_back(build_layer(model, i, seed, device, with));
+    // Tied embeddings: a head later in this stage uses this embedding's table.
+    if (model.layers[i].parts.front() == BlockKind::Embedding) with.embedding = layers_.back().get();
     const BlockKind kind = model.layers[i].parts.front();
     if (kind == BlockKind::Embedding && i != first)
       fail("model {}: the embedding (layer {}) must be the first layer of its stage", model.name, i);

@@ -51,7 +51,8 @@ class StageContext {
 class StageNet {
  public:
   /// Builds layers [first, end) of `model` over the rank's tensor- and expert-parallel `groups`
-  /// (default: one rank each). Throws octo::Error for an empty or out-of-range span.
+  /// (default: one rank each); a tied LM head uses groups.embedding, or the stage's own embedding
+  /// (nn/tied_embeddings.hpp). Throws octo::Error for an empty or out-of-range span.
   StageNet(const ModelSpec& model, std::size_t first, std::size_t end, std::uint64_t seed, Device& device,
            const LayerGroups& groups = {});
 

@@ -408,6 +408,30 @@ PY
     same_losses "$dir/pp2.jsonl" "$dir/$name.jsonl" 1e-5
   done
   ;;
+tied)
+  # Tied embeddings (tie_embeddings: true): the embedding and the LM head on two ranks (1F1B: the
+  # head's rank holds a copy) and on one (ZB-V's V: the head uses the table) pass the gradient
+  # check. A checkpoint stores the table once: saved under either at step 5 and continued under the
+  # other, the run gives the losses of continuing under the first.
+  sed 's/^hidden: 64$/hidden: 64\ntie_embeddings: true/' "$model" >"$dir/tied.yaml"
+  grep -q '^tie_embeddings: true$' "$dir/tied.yaml" || fail "could not tie tiny-hybrid's embeddings"
+  model="$dir/tied.yaml"
+  baseline 1f1b 2 "$dir/1f1b.json"
+  run_check 2 "$dir/1f1b.json"
+  baseline zb-v 2 "$dir/zbv.json"
+  run_check 2 "$dir/zbv.json"
+  small_plan 1f1b 2 "$dir/s-1f1b.json"
+  small_plan zb-v 2 "$dir/s-zbv.json"
+  for pair in 1f1b:zbv zbv:1f1b; do
+    a=${pair%:*} b=${pair#*:}
+    mpirun_n 2 "$octorun" "$dir/s-$a.json" --steps 10 --save "$dir/ckpt-$a" --save-every 5 --metrics "$dir/$a.jsonl" \
+      >"$dir/$a.log" 2>&1 || { cat "$dir/$a.log"; fail "the tied $a run failed"; }
+    mpirun_n 2 "$octorun" "$dir/s-$b.json" --steps 10 --load "$dir/ckpt-$a/step-00000005" --metrics "$dir/$a-$b.jsonl" \
+      >"$dir/$a-$b.log" 2>&1 || { cat "$dir/$a-$b.log"; fail "loading the tied $a checkpoint under $b failed"; }
+    echo "saved under $a, continued under $b:"
+    same_losses "$dir/$a.jsonl" "$dir/$a-$b.jsonl" 1e-5
+  done
+  ;;
 save-interrupted)
   # Rank 1 dies in the middle of the save after step 9: step-00000005 stays loadable.
   small_plan 1f1b 2 "$dir/plan.json"

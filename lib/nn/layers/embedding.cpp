@@ -4,11 +4,15 @@
 // Tensor parallelism (vocabulary-parallel, Megatron): tensor rank r holds rows [r·V/T, (r+1)·V/T)
 // of the table; F looks up the tokens in its rows (zeros for the others) and all-reduces the
 // result; B and W need no communication (the output gradient is the same on every rank).
+//
+// Tied embeddings: the LM head uses the table, or a copy of it on another rank
+// (nn/tied_embeddings.hpp).
 
 #include "core/error.hpp"
 #include "nn/layers/layers.hpp"
 #include "nn/layers/parallel.hpp"
 #include "nn/layers/sublayer.hpp"
+#include "nn/tied_embeddings.hpp"
 
 namespace octo::nn {
 namespace {
@@ -26,8 +30,9 @@ class Embedding final : public Layer {
         hidden_(static_cast<int>(model.hidden)) {
     rows_ = par_.split(model.name, "the vocabulary", model.vocab);
     first_ = par_.tp_rank() * rows_;
-    table_ = params_.add("embedding.weight", {rows_, model.hidden},
+    table_ = params_.add(kEmbeddingTableName, {rows_, model.hidden},
                          Init::normal(InitScale::for_model(model).std), true, par_.cut(0, {model.vocab}));
+    if (table_ != kEmbeddingTableParam) fail("embedding: the table must be its first parameter");
   }
 
   [[nodiscard]] std::unique_ptr<LayerState> make_state() const override {

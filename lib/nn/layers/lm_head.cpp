@@ -7,12 +7,15 @@
 // parallel: F all-reduces the row maxima (max), then the sums of exponentials and the target
 // logits (sum), so no rank ever holds the full logits. B computes the local softmax gradient and
 // all-reduces the input gradient of the projection; the final norm is replicated.
+//
+// Tied embeddings (nn/tied_embeddings.hpp): the output weight is the embedding's table when this
+// rank holds the embedding, else a copy of it.
 
 #include "core/error.hpp"
 #include "nn/layers/layers.hpp"
 #include "nn/layers/parallel.hpp"
 #include "nn/layers/sublayer.hpp"
-#include "spec/executor_limits.hpp"
+#include "nn/tied_embeddings.hpp"
 
 namespace octo::nn {
 namespace {
@@ -35,8 +38,16 @@ class LmHead final : public Layer {
     vocab_ = par_.split(model.name, "the vocabulary", model.vocab);
     first_ = par_.tp_rank() * vocab_;
     norm_ = params_.add("final_norm", {hidden_}, Init::constant(1.0f), false);
-    out_ = params_.add("output.weight", {vocab_, hidden_}, Init::normal(InitScale::for_model(model).std),
-                       true, par_.cut(0, {model.vocab}));
+    if (model.tie_embeddings && groups.embedding) {
+      // Tied, the embedding on this rank: its table (TP-cut the same way: rows = vocabulary
+      // entries, so this rank's rows are the same [first_, first_ + vocab_)).
+      table_ = groups.embedding;
+      return;
+    }
+    // Untied: own weights; tied, the embedding elsewhere: a copy of its table, named like it.
+    out_ = params_.add(model.tie_embeddings ? kEmbeddingTableName : "output.weight", {vocab_, hidden_},
+                       Init::normal(InitScale::for_model(model).std), true, par_.cut(0, {model.vocab}));
+    if (model.tie_embeddings) params_.tie(out_, embedding_table(model));
   }
 
   [[nodiscard]] std::unique_ptr<LayerState> make_state() const override {
@@ -56,8 +67,8 @@ class LmHead final : public Layer {
     device_.rmsnorm_forward(rows, hidden_, 1, x.data(), params_.value(norm_), kRmsNormEps, st.xn.data(),
                             st.rstd.data());
     st.logits = device_.alloc<float>(static_cast<std::size_t>(rows) * vocab_);
-    device_.gemm(Trans::No, Trans::Yes, rows, vocab_, hidden_, 1.0f, st.xn.data(), hidden_,
-                 params_.value(out_), hidden_, 0.0f, st.logits.data(), vocab_);
+    device_.gemm(Trans::No, Trans::Yes, rows, vocab_, hidden_, 1.0f, st.xn.data(), hidden_, weight(), hidden_,
+                 0.0f, st.logits.data(), vocab_);
     st.lse = device_.alloc<float>(rows);
     Buffer loss = device_.alloc<float>(1);
     if (!par_.tp()) {
@@ -91,8 +102,8 @@ class LmHead final : public Layer {
       device_.cross_entropy_backward(rows, vocab_, st.logits.data(), st.lse.data(), batch.targets,
                                      batch.loss_scale, st.logits.data());
     Buffer dxn = device_.alloc<float>(n);
-    device_.gemm(Trans::No, Trans::No, rows, hidden_, vocab_, 1.0f, st.logits.data(), vocab_,
-                 params_.value(out_), hidden_, 0.0f, dxn.data(), hidden_);
+    device_.gemm(Trans::No, Trans::No, rows, hidden_, vocab_, 1.0f, st.logits.data(), vocab_, weight(),
+                 hidden_, 0.0f, dxn.data(), hidden_);
     par_.tp_sum(dxn.data(), n);
     Buffer dx = device_.alloc<float>(n);
     device_.rmsnorm_backward_input(rows, hidden_, 1, x.data(), params_.value(norm_), st.rstd.data(),
@@ -109,15 +120,23 @@ class LmHead final : public Layer {
     auto& st = static_cast<LmHeadState&>(state);
     if (!st.backwarded) fail("layer {} (LM head): backward_weight without backward_input", index_);
     device_.gemm(Trans::Yes, Trans::No, vocab_, hidden_, batch.rows(), 1.0f, st.logits.data(), vocab_,
-                 st.xn.data(), hidden_, 1.0f, params_.grad(out_), hidden_);
+                 st.xn.data(), hidden_, 1.0f, weight_grad(), hidden_);
     st.clear();
   }
 
  private:
+  [[nodiscard]] float* weight() {
+    return table_ ? table_->params().value(kEmbeddingTableParam) : params_.value(out_);
+  }
+  [[nodiscard]] float* weight_grad() {
+    return table_ ? table_->params().grad(kEmbeddingTableParam) : params_.grad(out_);
+  }
+
   Parallel par_;
   int hidden_;
   int vocab_ = 0, first_ = 0;  ///< this rank's vocabulary columns: [first_, first_ + vocab_)
   std::size_t norm_ = 0, out_ = 0;
+  Layer* table_ = nullptr;  ///< tied, the embedding on this rank: the layer whose table it uses
 };
 
 }  // namespace
@@ -125,7 +144,6 @@ class LmHead final : public Layer {
 std::unique_ptr<Layer> make_lm_head(const ModelSpec& model, std::size_t index, Device& device,
                                     const LayerGroups& groups) {
   if (model.vocab <= 0 || model.hidden <= 0) fail("model {}: vocab and hidden must be positive", model.name);
-  require_executable(model, BlockKind::LmHead);
   return std::make_unique<LmHead>(model, index, device, groups);
 }
 

@@ -17,18 +17,11 @@ PartCounts count(const ModelSpec& model, const CountShape& s) {
   return p;
 }
 
-std::string executor_limit(const ModelSpec& model) {
-  if (!model.tie_embeddings) return {};
-  return "tied embeddings are not supported by the executor's layers (the embedding and the LM head may "
-         "sit on different ranks); set tie_embeddings: false";
-}
-
 }  // namespace
 
 const LayerKind& lm_head_kind() {
-  static constexpr LayerKind kind{
-      BlockKind::LmHead, "lm_head", "LM head",     0, KindRole::Structural, {}, {},
-      nullptr,           count,     executor_limit};
+  static constexpr LayerKind kind{BlockKind::LmHead, "lm_head", "LM head", 0, KindRole::Structural, {}, {},
+                                  nullptr,           count};
   return kind;
 }
 

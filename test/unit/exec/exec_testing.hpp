@@ -56,8 +56,8 @@ inline Plan baseline(const std::string& schedule, int pp, int dp = 1, int microb
 /// A baseline like baseline(), at tensor-parallel size `tp`, expert-parallel size `ep` and ZeRO
 /// stage `zero` (octoplan's --tp/--ep/--zero), so its prediction is the planner's for that layout.
 inline Plan parallel_baseline(const std::string& schedule, int pp, int tp, int dp, int ep, int zero,
-                              int microbatches = 4) {
-  InputOptions in = test_inputs(pp, dp, microbatches);
+                              int microbatches = 4, const std::string& model = kTinyModel) {
+  InputOptions in = test_inputs(pp, dp, microbatches, model);
   in.tp = tp;
   in.ep = ep;
   in.zero = zero;

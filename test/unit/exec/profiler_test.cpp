@@ -18,6 +18,7 @@
 #include "exec_testing.hpp"
 #include "nn/cpu_device.hpp"
 #include "nn/model.hpp"
+#include "spec/kinds/attention.hpp"
 #include "spec/loader.hpp"
 
 namespace {
@@ -310,8 +311,8 @@ TEST_CASE("profile: layer keys group layers by kind, bad options are refused", "
   o.warmup = -1;
   CHECK_THROWS_WITH(profile_one_rank(model, o), Catch::Contains("--warmup -1"));
 
-  // A model the layers cannot build (tied embeddings) fails with the nn library's message.
-  ModelSpec tied = model;
-  tied.tie_embeddings = true;
-  CHECK_THROWS_WITH(profile_one_rank(tied), Catch::Contains("tied embeddings"));
+  // A model the layers cannot build (an odd head dimension) fails with the nn library's message.
+  ModelSpec odd = model;
+  odd.sections.find<AttentionSpec>()->head_dim = 15;
+  CHECK_THROWS_WITH(profile_one_rank(odd), Catch::Contains("even attention.head_dim"));
 }

@@ -2,12 +2,15 @@
 // initialization, F/B/W/R orders that must give bit-identical gradients to the sequential
 // reference, a two-stage hand-off, a full-model finite-difference spot check, and misuse errors.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "core/error.hpp"
 #include "nn/reference.hpp"
+#include "nn/tied_embeddings.hpp"
 #include "nn_helpers.hpp"
 #include "spec/loader.hpp"
 
@@ -269,10 +272,6 @@ TEST_CASE("misuse and unsupported models are errors, not crashes", "[nn][model]"
   CHECK_THROWS_WITH(StageNet(model, 4, 4, kSeed, dev), Catch::Contains("not a non-empty range"));
   CHECK_THROWS_WITH(StageNet(model, 0, 99, kSeed, dev), Catch::Contains("not a non-empty range"));
 
-  ModelSpec tied = model;
-  tied.tie_embeddings = true;
-  CHECK_THROWS_WITH(build_layer(tied, tied.layers.size() - 1, kSeed, dev),
-                    Catch::Contains("tied embeddings"));
   ModelSpec mamba1 = model;
   mamba1.sections.find<MambaSpec>()->version = 1;
   CHECK_THROWS_WITH(build_layer(mamba1, 1, kSeed, dev), Catch::Contains("Mamba2"));
@@ -283,6 +282,96 @@ TEST_CASE("misuse and unsupported models are errors, not crashes", "[nn][model]"
   ModelSpec no_moe = model;
   no_moe.sections.erase<MoeSpec>();
   CHECK_THROWS_WITH(build_layer(no_moe, 4, kSeed, dev), Catch::Contains("moe section"));
+}
+
+}  // namespace octo::nn::test
+
+namespace octo::nn::test {
+
+TEST_CASE("tied embeddings: one table on one rank, an equal copy on another, the same gradient",
+          "[nn][model][grad][tied]") {
+  ModelSpec model = tiny_hybrid();
+  model.tie_embeddings = true;
+  const std::size_t L = model.layers.size();
+  const auto n = static_cast<std::size_t>(model.vocab * model.hidden);
+  BranchDevice dev;
+  // One rank: the head projects with the embedding's table and declares only its final norm.
+  StageNet net(model, 0, L, kSeed, dev);
+  Layer& embedding = *net.layers().front();
+  REQUIRE(net.layers().back()->params().infos().size() == 1);
+  CHECK(net.layers().back()->params().count() == static_cast<std::size_t>(model.hidden));
+  const std::vector<float> table0 = dev.download(embedding.params().values().data(), n);
+
+  // Two ranks: the head's copy, named like the table, drawn equal to it (an untied head differs).
+  StageNet body(model, 0, L - 1, kSeed, dev), head(model, L - 1, L, kSeed, dev);
+  const auto& infos = head.layers().front()->params().infos();
+  REQUIRE(infos.size() == 2);
+  const ParamInfo& copy = infos[1];
+  CHECK(copy.name == kEmbeddingTableName);
+  REQUIRE(copy.copy_of);
+  CHECK(*copy.copy_of == embedding_table(model));
+  REQUIRE(copy.size == n);
+  CHECK(dev.download(head.layers().front()->params().values().data() + copy.offset, n) == table0);
+  StageNet untied(tiny_hybrid(), L - 1, L, kSeed, dev);
+  CHECK(dev.download(untied.layers().front()->params().values().data() + copy.offset, n) != table0);
+
+  const std::vector<MicroBatch> batches = {corpus().microbatch(100, 1, 32), corpus().microbatch(101, 1, 32)};
+  const float scale = 1.0f / 64;
+  auto run = [&](bool backward) {
+    double loss = 0;
+    for (const MicroBatch& mb : batches) {
+      StageContext c = net.make_context(mb, scale);
+      loss += read_scalar(dev, net.forward(c, Buffer{}).data());
+      if (backward) (void)net.backward(c, Buffer{});
+    }
+    return loss;
+  };
+  run(true);
+  const std::vector<std::int32_t> branches = dev.take_branches();
+  const std::vector<float> g = dev.download(tied_gradient(model, embedding).data(), n);
+  CHECK(tied_gradient(model, *net.layers().back()).empty());
+
+  // The two-rank split: each use's gradient alone; their sum is the one-rank gradient.
+  for (const MicroBatch& mb : batches) {
+    StageContext cb = body.make_context(mb, scale), ch = head.make_context(mb, scale);
+    (void)head.forward(ch, body.forward(cb, Buffer{}));
+    (void)body.backward(cb, head.backward(ch, Buffer{}));
+  }
+  const std::vector<float> ge = dev.download(tied_gradient(model, *body.layers().front()).data(), n);
+  const std::vector<float> gh = dev.download(tied_gradient(model, *head.layers().front()).data(), n);
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(ge[i]) + gh[i] - g[i]));
+    largest = std::max(largest, std::abs(static_cast<double>(g[i])));
+  }
+  CHECK(worst <= 1e-5 * largest);
+
+  // J along a direction of the one shared weight: the finite difference is the summed gradient,
+  // not either use alone.
+  double rms = 0;
+  for (float x : g) rms += static_cast<double>(x) * x;
+  rms = std::sqrt(rms / static_cast<double>(n));
+  REQUIRE(rms > 0);
+  std::vector<float> dir = random_normal(n, 77);
+  for (std::size_t i = 0; i < n; ++i) dir[i] += static_cast<float>(g[i] / rms);
+  bool changed = false;
+  const auto loss_at = [&](double t) {
+    std::vector<float> v = table0;
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(table0[i] + t * dir[i]);
+    dev.upload(embedding.params().values().data(), std::span<const float>(v));
+    const double j = run(false);
+    if (dev.take_branches() != branches) changed = true;
+    return j;
+  };
+  const Derivative fd = branch_free_derivative(loss_at, 1e-2, [&] { return std::exchange(changed, false); });
+  const Mismatch tied = mismatch(fd, dot(g, dir), 0);
+  INFO("finite difference " << fd.value << " +- " << fd.error << ", tied gradient " << dot(g, dir)
+                            << ", the embedding's use alone " << dot(ge, dir) << ", the head's "
+                            << dot(gh, dir));
+  CHECK(tied.relative < 1e-3);
+  CHECK(tied.precise);
+  CHECK(mismatch(fd, dot(ge, dir), 0).relative > 1e-2);
+  CHECK(mismatch(fd, dot(gh, dir), 0).relative > 1e-2);
 }
 
 }  // namespace octo::nn::test

@@ -249,17 +249,23 @@ TEST_CASE("check_plan: values the inputs give are re-derived, the root cause rep
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(problems_of(r), Catch::Contains("predicted.devices[0].static_bytes"));
   }
-  SECTION("tied embeddings: the executor's limit is a problem of check, not of simulate") {
-    plan.model_yaml = edited(plan.model_yaml, "hidden: 64", "hidden: 64\ntie_embeddings: true");
+  SECTION("an odd attention head_dim: the executor's limit is a problem of check, not of simulate") {
+    plan.model_yaml = edited(plan.model_yaml, "attention: {heads: 4, kv_heads: 2}",
+                             "attention: {heads: 4, kv_heads: 2, head_dim: 15}");
     const CheckResult r = check_plan(plan, "plan.json");
     CHECK_FALSE(r.executor_ok);
     CHECK_THAT(problems_of(r),
-               Catch::Contains("plan.json: model tiny-hybrid: tied embeddings are not supported"));
+               Catch::Contains("plan.json: model tiny-hybrid: its attention layer applies rotary "
+                               "embeddings, which need an even attention.head_dim (got 15)"));
     CheckOptions planner_view;
     planner_view.executor = false;
     const CheckResult s = check_plan(plan, "plan.json", planner_view);
     CHECK(s.executor_ok);
-    CHECK_THAT(problems_of(s), !Catch::Contains("tied embeddings"));
+    CHECK_THAT(problems_of(s), !Catch::Contains("head_dim"));
+  }
+  SECTION("tied embeddings: octorun runs them") {
+    plan.model_yaml = edited(plan.model_yaml, "hidden: 64", "hidden: 64\ntie_embeddings: true");
+    CHECK(check_plan(plan, "plan.json").executor_ok);
   }
   SECTION("tensor parallelism: the costs' shape must match it; the executor runs it") {
     plan.tp = 2;
