@@ -43,13 +43,9 @@ void add_experts(SimInput& in, const Plan& plan, const ModelSpec& model, const C
     for (int l = st.first_layer; l < st.end_layer; ++l) {
       const LayerCounts counts = layer_counts(model, static_cast<std::size_t>(l), mb, seq);
       if (counts.routed_expert_params == 0) continue;
-      // The costs hold the layer's parameters per TP rank, routed experts included at EP 1.
-      const auto held = costs.layers[static_cast<std::size_t>(l)].params;
-      const std::int64_t expert_tp = std::min<std::int64_t>(
-          held, static_cast<std::int64_t>(std::ceil(static_cast<double>(counts.routed_expert_params) / tp)));
-      const std::int64_t expert = expert_tp / ep;
-      c.params -= expert_tp - expert;
-      c.expert_params += expert;
+      const HeldParams held = held_params(model, costs, static_cast<std::size_t>(l), tp, ep);
+      c.params -= costs.layers[static_cast<std::size_t>(l)].params - (held.dense + held.expert);
+      c.expert_params += held.expert;
       if (!add_a2a) continue;
       const double bytes = estimate_constants::kMoeLoadImbalance * (ep - 1.0) / ep *
                            static_cast<double>(counts.dispatch_bytes) / tp;
@@ -260,6 +256,19 @@ std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<S
         st.first_layer > 0 ? costs.layers[static_cast<std::size_t>(st.first_layer - 1)].output_bytes : 0;
   }
   return out;
+}
+
+HeldParams held_params(const ModelSpec& model, const CostProfile& costs, std::size_t layer, int tp, int ep) {
+  if (layer >= costs.layers.size())
+    fail("layer {} is outside the costs' {} layers", layer, costs.layers.size());
+  // The costs hold the layer's parameters per TP rank, routed experts included at EP 1.
+  const std::int64_t held = costs.layers[layer].params;
+  const LayerCounts counts = layer_counts(model, layer, 1, 1);
+  if (counts.routed_expert_params == 0) return {held, 0};
+  const std::int64_t expert_tp = std::min<std::int64_t>(
+      held, static_cast<std::int64_t>(
+                std::ceil(static_cast<double>(counts.routed_expert_params) / std::max(tp, 1))));
+  return {held - expert_tp, expert_tp / std::max(ep, 1)};
 }
 
 std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,

@@ -12,11 +12,18 @@ namespace octo {
 namespace {
 
 double static_bytes_per_device(const PlannerInputs& in) {
-  double params = 0;
-  for (const LayerCost& l : in.costs.layers) params += static_cast<double>(l.params);
-  return params *
-         param_state_bytes(in.model.training.dtype,
-                           optimizer_shards(in.cluster.zero, in.cluster.dp, in.cluster.ep, false)) /
+  // What the ranks of one pipeline device hold in all, over the devices (sim/sim_input.hpp's
+  // memory model: routed experts split over the expert group, each kind with its optimizer shards).
+  const ClusterSpec& c = in.cluster;
+  double dense = 0, expert = 0;
+  for (std::size_t l = 0; l < in.costs.layers.size(); ++l) {
+    const HeldParams held = held_params(in.model, in.costs, l, c.tp, c.ep);
+    dense += static_cast<double>(held.dense);
+    expert += static_cast<double>(held.expert);
+  }
+  const DType dtype = in.model.training.dtype;
+  return (dense * param_state_bytes(dtype, optimizer_shards(c.zero, c.dp, c.ep, false)) +
+          expert * param_state_bytes(dtype, optimizer_shards(c.zero, c.dp, c.ep, true))) /
          std::max(in.pp, 1);
 }
 
