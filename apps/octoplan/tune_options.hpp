@@ -58,8 +58,10 @@ inline void add_search_parallel_option(CLI::App* cmd, bool& flag) {
   cmd->add_flag(
       "--search-parallel", flag,
       "Search the factorization of the cluster too: TP (within an NVLink domain) x PP x DP x EP, ZeRO "
-      "and the micro-batch size for the model's training.global_batch; prints the table of "
-      "alternatives and plans the fastest that fits (costs estimated per factorization)");
+      "and the micro-batch size (1, 2, 4, 8; --micro-batch fixes it) for one global batch: the model's "
+      "training.global_batch, else micro-batch size x --microbatches (or training.microbatches), else "
+      "micro_batch x 2 x the devices; prints the table of alternatives and plans the fastest that fits "
+      "(costs estimated per factorization)");
 }
 
 /// The inputs the factorization search starts from: the files, without the cluster's own parallel
@@ -77,6 +79,11 @@ inline octo::PlannerInputs search_inputs(const octo::InputOptions& given) {
   octo::PlannerInputs in = octo::load_inputs(o);
   in.cluster.ep = 1;
   in.cluster.zero = 0;
+  // --microbatches: the global batch is micro-batch size x M (the command line over the file).
+  if (given.microbatches > 0) {
+    in.model.training.microbatches = given.microbatches;
+    in.model.training.global_batch = 0;
+  }
   return in;
 }
 
@@ -95,6 +102,7 @@ inline octo::ParallelSearchResult search_factorizations(const octo::InputOptions
   options.tune = tune.resolved();
   options.ep = given.ep;
   options.zero = given.zero;
+  options.micro_batch = given.micro_batch;
   octo::ParallelSearchResult found = octo::search_parallel(inputs, options);
   fmt::print("{}", octo::format_factorizations(found));
   if (found.winner < 0)

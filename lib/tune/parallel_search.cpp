@@ -33,8 +33,7 @@ std::vector<int> divisors(int n) {
 constexpr int kMaxMicroBatch = 8;
 
 int global_batch_of(const ModelSpec& model, const ClusterSpec& cluster) {
-  if (model.training.global_batch > 0) return model.training.global_batch;
-  return model.training.micro_batch * 2 * cluster.world();
+  return search_global_batch(model, cluster).sequences;
 }
 
 /// Static bytes per pipeline device from the model's own counts (no costs needed): dense
@@ -278,8 +277,19 @@ std::string_view to_string(FactorizationStatus status) {
   return "?";
 }
 
+GlobalBatch search_global_batch(const ModelSpec& model, const ClusterSpec& cluster) {
+  const TrainingSpec& t = model.training;
+  if (t.global_batch > 0) return {t.global_batch, "training.global_batch"};
+  if (t.microbatches > 0)
+    return {t.micro_batch * t.microbatches,
+            fmt::format("training.micro_batch {} x training.microbatches {}", t.micro_batch, t.microbatches)};
+  return {t.micro_batch * 2 * cluster.world(),
+          fmt::format("training.micro_batch {} x 2 x {} devices: set training.global_batch to choose it",
+                      t.micro_batch, cluster.world())};
+}
+
 std::vector<Factorization> enumerate_factorizations(const ModelSpec& model, const ClusterSpec& cluster,
-                                                    int zero, int ep) {
+                                                    int zero, int ep, int micro_batch) {
   const int world = cluster.world();
   const int layers = static_cast<int>(model.layers.size());
   const int experts = routed_experts(model);
@@ -301,9 +311,11 @@ std::vector<Factorization> enumerate_factorizations(const ModelSpec& model, cons
         for (int z = 0; z <= 1; ++z) {
           if (dp == 1 && z == 1) continue;  // nothing to shard over
           if (zero >= 0 && dp > 1 && z != zero) continue;
-          for (int mb = 1; mb <= kMaxMicroBatch && static_cast<std::int64_t>(mb) * dp <= global; mb *= 2) {
-            if (global % (mb * dp) != 0) continue;
-            out.push_back(Factorization{tp, pp, dp, e, z, mb, global / (mb * dp)});
+          for (int mb = micro_batch > 0 ? micro_batch : 1;
+               mb <= std::max(kMaxMicroBatch, micro_batch) && static_cast<std::int64_t>(mb) * dp <= global;
+               mb *= 2) {
+            if (global % (mb * dp) == 0) out.push_back(Factorization{tp, pp, dp, e, z, mb, global / (mb * dp)});
+            if (micro_batch > 0) break;  // fixed by --micro-batch
           }
         }
       }
@@ -354,7 +366,7 @@ CommShares comm_shares(const PlannerInputs& inputs, const Plan& plan, const SimR
 
 ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSearchOptions& options) {
   const std::vector<Factorization> all =
-      enumerate_factorizations(base.model, base.cluster, options.zero, options.ep);
+      enumerate_factorizations(base.model, base.cluster, options.zero, options.ep, options.micro_batch);
   if (all.empty())
     fail(
         "--search-parallel: no factorization of the {} devices of cluster {} suits model {} (global batch "
@@ -375,6 +387,7 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
   report(fmt::format("{} factorizations of the {} devices: estimating their costs and bounds", all.size(),
                      base.cluster.world()));
   ParallelSearchResult result;
+  result.global_batch = search_global_batch(base.model, base.cluster);
   result.rows.resize(all.size());
   std::vector<PlannerInputs> inputs(all.size());
   std::vector<std::size_t> candidates;
@@ -514,7 +527,11 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
 }
 
 std::string format_factorizations(const ParallelSearchResult& result) {
-  std::string out = fmt::format(
+  std::string out;
+  if (result.global_batch.sequences > 0)
+    out += fmt::format("global batch {} sequences per step ({})\n", result.global_batch.sequences,
+                       result.global_batch.source);
+  out += fmt::format(
       "{:>3} {:>3} {:>3} {:>3} {:>4} {:>3} {:>4}  {:<4} {:>11} {:>11} {:>12} {:>7} {:>6} {:>6} {:>6}  {}\n",
       "TP", "PP", "DP", "EP", "ZeRO", "mb", "M", "fits", "static GiB", "bound ms", "iteration ms", "bubble",
       "DP %", "EP %", "TP %", "");

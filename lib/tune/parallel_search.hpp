@@ -85,9 +85,19 @@ struct ParallelSearchOptions {
   int max_tuned = 4;  ///< factorizations tuned at most (in bound order)
   int zero = -1;      ///< fixed ZeRO stage; -1 tries 0 and 1 when DP > 1
   int ep = 0;         ///< fixed EP; 0 tries every valid one
+  int micro_batch = 0;  ///< fixed micro-batch size (--micro-batch); 0 tries 1, 2, 4, 8
+};
+
+/// The global batch (sequences per step) every factorization trains, and where it comes from:
+/// training.global_batch; else training.micro_batch x training.microbatches (the batch of the
+/// model's own micro-batch settings); else micro_batch x 2 x the world (a default, said so).
+struct GlobalBatch {
+  int sequences = 0;
+  std::string source;
 };
 
 struct ParallelSearchResult {
+  GlobalBatch global_batch;            ///< what every row trains
   std::vector<FactorizationRow> rows;  ///< in enumeration order
   int winner = -1;                     ///< index into rows; -1: nothing fits
   TuneResult best;                     ///< the winner's tuned plan (valid when winner >= 0)
@@ -96,12 +106,14 @@ struct ParallelSearchResult {
   std::string no_fit;
 };
 
-/// Every factorization of `cluster`'s world for `model` (its training.global_batch fixes the
-/// batch; without one, global_batch = micro_batch x 2 x the world is used). Order: TP, PP, EP,
-/// ZeRO, micro-batch size ascending.
+[[nodiscard]] GlobalBatch search_global_batch(const ModelSpec& model, const ClusterSpec& cluster);
+
+/// Every factorization of `cluster`'s world for `model` that trains its global batch
+/// (search_global_batch), at micro-batch sizes 1, 2, 4, 8 or only `micro_batch` when positive.
+/// Order: TP, PP, EP, ZeRO, micro-batch size ascending.
 [[nodiscard]] std::vector<Factorization> enumerate_factorizations(const ModelSpec& model,
                                                                   const ClusterSpec& cluster, int zero = -1,
-                                                                  int ep = 0);
+                                                                  int ep = 0, int micro_batch = 0);
 
 /// `base` with the factorization applied: cluster sizes, micro-batch size and count, and costs
 /// estimated at its TP (base's costs must be estimated: measured costs fix one shape).

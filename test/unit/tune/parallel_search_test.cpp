@@ -89,6 +89,36 @@ TEST_CASE("enumeration on one node of 4 devices, global batch 4") {
   }
 }
 
+TEST_CASE("enumeration: the global batch comes from global_batch, else micro_batch x microbatches") {
+  PlannerInputs in = tiny_inputs(1, 4);
+  CHECK(search_global_batch(in.model, in.cluster).sequences == 4);
+  CHECK(search_global_batch(in.model, in.cluster).source == "training.global_batch");
+  // The model's own micro-batch settings (2 x 3 = 6 sequences), never a default of the world.
+  in.model.training.global_batch = 0;
+  in.model.training.micro_batch = 2;
+  in.model.training.microbatches = 3;
+  const GlobalBatch g = search_global_batch(in.model, in.cluster);
+  CHECK(g.sequences == 6);
+  CHECK(g.source == "training.micro_batch 2 x training.microbatches 3");
+  const auto all = enumerate_factorizations(in.model, in.cluster);
+  REQUIRE_FALSE(all.empty());
+  for (const Factorization& f : all) CHECK(f.micro_batch * f.microbatches * f.dp == 6);
+  // Neither: micro_batch x 2 x the world, said to be a default.
+  in.model.training.microbatches = 0;
+  CHECK(search_global_batch(in.model, in.cluster).sequences == 2 * 2 * 4);
+  CHECK_THAT(search_global_batch(in.model, in.cluster).source, Catch::Contains("set training.global_batch"));
+  // A fixed micro-batch size (--micro-batch), also one the doubling does not reach.
+  in.model.training.global_batch = 12;
+  for (const int mb : {2, 3}) {
+    const auto fixed = enumerate_factorizations(in.model, in.cluster, -1, 0, mb);
+    REQUIRE_FALSE(fixed.empty());
+    for (const Factorization& f : fixed) {
+      CHECK(f.micro_batch == mb);
+      CHECK(f.micro_batch * f.microbatches * f.dp == 12);
+    }
+  }
+}
+
 TEST_CASE("enumeration keeps TP inside the NVLink domain and within the heads") {
   const PlannerInputs in = tiny_inputs(2, 4);
   for (const Factorization& f : enumerate_factorizations(in.model, in.cluster)) CHECK(f.tp <= 4);
