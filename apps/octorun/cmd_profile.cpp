@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/registry.hpp"
 #include "command.hpp"
@@ -19,6 +20,7 @@
 #include "exec/agree.hpp"
 #include "exec/profiler.hpp"
 #include "exec/train.hpp"
+#include "nn/token_formats.hpp"
 #include "spec/loader.hpp"
 
 namespace octorun {
@@ -48,7 +50,10 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   std::string error;
   octo::ErrorKind kind = octo::ErrorKind::Runtime;
   try {
-    octo::check_output_path(a.output, "-o");
+    std::vector<std::string> inputs{a.model};
+    for (std::string& f : octo::nn::token_files(a.data.empty() ? octo::exec::default_data_path() : a.data))
+      inputs.push_back(std::move(f));
+    octo::check_output_paths({{"-o", a.output}}, inputs);
     model.emplace(octo::load_model(a.model));
     data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
     a.options.data = &*data;

@@ -198,8 +198,7 @@ void check_output_path(const std::string& path, std::string_view option) {
   (void)resolve_output(path, option);
 }
 
-void check_output_paths(std::initializer_list<OutputPath> outputs,
-                        std::initializer_list<std::string_view> inputs) {
+void check_output_paths(std::initializer_list<OutputPath> outputs, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   const auto identity = [](const std::string& path) {
     std::error_code ec;
@@ -216,11 +215,19 @@ void check_output_paths(std::initializer_list<OutputPath> outputs,
       if (other == id)
         fail_output("{} {}: is also the {} output (each output needs a file of its own)", o.option, o.path,
                     option);
-    for (std::string_view in : inputs) {
+    for (const std::string& in : inputs) {
       std::error_code ec;
-      if (!in.empty() && fs::is_regular_file(std::string(in), ec) && identity(std::string(in)) == id)
+      if (in.empty()) continue;
+      if (fs::is_regular_file(in, ec) && identity(in) == id)
         fail_output("{} {}: is an input of this command; writing it would replace what was read", o.option,
                     o.path);
+      if (fs::is_directory(in, ec)) {
+        const std::string folder = identity(in);
+        if (id.size() > folder.size() && id.compare(0, folder.size(), folder) == 0 &&
+            (folder.back() == '/' || id[folder.size()] == '/'))
+          fail_output("{} {}: lies inside {}, an input of this command; writing it would change what is read",
+                      o.option, o.path, in);
+      }
     }
     seen.emplace_back(id, o.option);
   }

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace octo {
 
@@ -41,11 +42,12 @@ struct OutputPath {
 };
 
 /// check_output_path for each output, then refuses (octo::OutputError) two outputs that name the
-/// same file (regular or new: the later write would replace the earlier one) and an output that is
-/// one of the command's `inputs` (the report would replace the plan it was made from). Special
-/// files (/dev/null, /dev/stdout, a FIFO) may be shared. Call before any work.
+/// same file (regular or new: the later write would replace the earlier one), an output that is
+/// one of the command's `inputs` (the report would replace the plan it was made from) and one
+/// inside an input that is a folder (a checkpoint being loaded). Special files (/dev/null,
+/// /dev/stdout, a FIFO) may be shared. Call before any work.
 void check_output_paths(std::initializer_list<OutputPath> outputs,
-                        std::initializer_list<std::string_view> inputs = {});
+                        const std::vector<std::string>& inputs = {});
 
 /// How long write_file_atomic waits for a FIFO output to get a reader before it gives up.
 inline constexpr int kFifoReaderWaitMs = 10'000;

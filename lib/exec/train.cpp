@@ -19,6 +19,7 @@
 #include "exec/memory.hpp"
 #include "exec/report.hpp"
 #include "nn/data.hpp"
+#include "nn/token_formats.hpp"
 #include "plan/rank_layout.hpp"
 #include "sim/trace.hpp"
 
@@ -165,9 +166,13 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   if (o.steps <= 0) fail_usage("--steps {}: expected a positive number of steps", o.steps);
   if (!(o.lr > 0) || !std::isfinite(o.lr)) fail_usage("--lr {}: expected a positive learning rate", o.lr);
   if (!(o.timeout_s > 0)) fail_usage("--timeout {}: expected a positive number of seconds", o.timeout_s);
+  // Inputs: the plan, every file of the training and validation data, the checkpoint being loaded.
+  std::vector<std::string> inputs{o.plan_path, o.loop.load_path};
+  for (const std::string& data : {o.data_path.empty() ? default_data_path() : o.data_path, o.val_data_path})
+    if (!data.empty())
+      for (std::string& f : nn::token_files(data)) inputs.push_back(std::move(f));
   check_output_paths(
-      {{"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}},
-      {o.plan_path});
+      {{"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}}, inputs);
   if (!o.loop.save_dir.empty()) check_save_dir(o.loop.save_dir);
   if (o.check && !o.loop.load_path.empty())
     fail("--check compares a fresh model with the sequential reference: it cannot start from --load {}",

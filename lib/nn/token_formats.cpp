@@ -17,11 +17,36 @@ std::span<const TokenFormat> token_formats() {
   return formats;
 }
 
+namespace {
+
+bool binary_name(const std::string& path) {
+  const auto ends = [&](std::string_view ext) {
+    return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  return ends(".bin") || ends(".idx");
+}
+
+}  // namespace
+
 TokenData open_tokens(const std::string& path) {
-  for (const TokenFormat& f : token_formats())
-    if (f.detect(path)) return f.open(path);
+  for (const TokenFormat& f : token_formats()) {
+    if (!f.detect(path)) continue;
+    if (f.name == formats::kTextFormat && binary_name(path))
+      fail(
+          "{}: a .bin or .idx file that is neither half of a Megatron-LM indexed dataset (the .idx with the "
+          "MMIDIDX magic beside the .bin) nor an llm.c token shard (magic 20240520 or 20240801); it is not "
+          "read as text (formats read: {})",
+          path, describe_token_formats());
+    return f.open(path);
+  }
   fail("{}: no such file, nor an indexed dataset {}.idx + {}.bin (formats read: {})", path, path, path,
        describe_token_formats());
+}
+
+std::vector<std::string> token_files(const std::string& path) {
+  for (const TokenFormat& f : token_formats())
+    if (f.detect(path)) return f.files ? f.files(path) : std::vector<std::string>{path};
+  return {path};
 }
 
 std::string describe_token_formats() {

@@ -25,6 +25,9 @@ std::vector<std::size_t> paragraph_lengths(std::string_view text) {
 
 TokenizeSummary tokenize_to_indexed_dataset(const std::string& text_path, const std::string& prefix,
                                             TokenType type) {
+  if (prefix.empty() || prefix.back() == '/')
+    fail_output("-o '{}': expected a prefix that names files (PREFIX.bin and PREFIX.idx)", prefix);
+  check_output_paths({{"-o", prefix + ".bin"}, {"-o", prefix + ".idx"}}, {text_path});
   const std::string text = read_file(text_path, kNoReadLimit);
   if (text.empty()) fail("{}: the text is empty: nothing to tokenize", text_path);
   const std::vector<std::size_t> docs = paragraph_lengths(text);

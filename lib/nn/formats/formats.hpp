@@ -10,4 +10,6 @@ namespace octo::nn::formats {
 [[nodiscard]] TokenFormat llmc();      ///< llmc.cpp: llm.c's flat token shards
 [[nodiscard]] TokenFormat text();      ///< text.cpp: byte-level text
 
+inline constexpr std::string_view kTextFormat = "text";  ///< text()'s name
+
 }  // namespace octo::nn::formats

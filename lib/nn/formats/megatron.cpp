@@ -36,13 +36,16 @@ std::string prefix_of(const std::string& path) {
   return path;
 }
 
+/// PREFIX.idx exists: the data is the indexed dataset (open() checks the magic and every field, so
+/// a damaged index is an error, not text).
 bool detect(const std::string& path) {
-  const std::string idx = prefix_of(path) + ".idx";
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(idx, ec)) return false;
-  std::ifstream in(idx, std::ios::binary);
-  std::array<char, 9> head{};
-  return in.read(head.data(), head.size()) && head == kMagic;
+  return std::filesystem::is_regular_file(prefix_of(path) + ".idx", ec);
+}
+
+std::vector<std::string> files(const std::string& path) {
+  const std::string prefix = prefix_of(path);
+  return {prefix + ".idx", prefix + ".bin"};
 }
 
 std::optional<TokenType> type_of_code(std::uint8_t code) {
@@ -86,6 +89,8 @@ TokenData open(const std::string& path) {
   const std::span<const std::byte> ib = idx.bytes();
   if (ib.size() < kHeaderBytes)
     bad("header", fmt::format("{} bytes, truncated (the header alone is {} bytes)", ib.size(), kHeaderBytes));
+  if (!std::equal(kMagic.begin(), kMagic.end(), reinterpret_cast<const char*>(ib.data())))
+    bad("magic", "not MMIDIDX\\0\\0: not a Megatron-LM index (expected the 9 bytes 'MMIDIDX' 0 0)");
   const auto version = load<std::uint64_t>(ib, 9);
   if (version != 1) bad("version", fmt::format("{} (expected 1)", version));
   const auto code = load<std::uint8_t>(ib, 17);
@@ -198,7 +203,7 @@ std::pair<std::int64_t, std::int64_t> type_range(TokenType type) {
 TokenFormat megatron() {
   return {"megatron",
           "Megatron-LM indexed dataset: PREFIX (or PREFIX.bin / PREFIX.idx) with an MMIDIDX index", detect,
-          open};
+          open, files};
 }
 
 std::uint8_t indexed_dtype_code(TokenType type) {

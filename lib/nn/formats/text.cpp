@@ -9,14 +9,17 @@ namespace octo::nn::formats {
 namespace {
 
 bool detect(const std::string& path) {
+  // Any file that is not a folder: a regular file, a pipe, a character device.
   std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec);
+  return std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec);
 }
 
 TokenData open(const std::string& path) { return TokenData(read_file(path, kNoReadLimit), path); }
 
 }  // namespace
 
-TokenFormat text() { return {"text", "any other file: byte-level tokens (vocabulary 256)", detect, open}; }
+TokenFormat text() {
+  return {kTextFormat, "any other file: byte-level tokens (vocabulary 256)", detect, open};
+}
 
 }  // namespace octo::nn::formats

@@ -136,6 +136,13 @@ TEST_CASE("two outputs naming one file, or an output naming an input, are refuse
   CHECK_NOTHROW(
       check_output_paths({{"-o", plan}, {"--trace", dir / "t.json"}, {"--report", ""}}, {"", dir / "x"}));
   CHECK_NOTHROW(check_output_paths({{"-o", "/dev/null"}, {"--trace", "/dev/null"}}, {"/dev/null"}));
+  // Nothing inside an input folder (a checkpoint being loaded), however spelled; beside it is fine.
+  fs::create_directory(dir / "ckpt");
+  CHECK_THROWS_WITH(check_output_paths({{"--report", dir / "ckpt/manifest.json"}}, {dir / "ckpt"}),
+                    Catch::Contains("lies inside " + (dir / "ckpt") + ", an input of this command"));
+  CHECK_THROWS_WITH(check_output_paths({{"--report", dir / "sub/../ckpt/x.json"}}, {dir / "sub/../ckpt"}),
+                    Catch::Contains("lies inside"));
+  CHECK_NOTHROW(check_output_paths({{"--report", dir / "ckpt2.json"}}, {dir / "ckpt"}));
 }
 
 TEST_CASE("a FIFO output is written in place, not replaced", "[fs]") {

@@ -174,14 +174,27 @@ TEST_CASE("tokens: llm.c shards with uint16 and uint32 tokens read back exactly"
   CHECK_THROWS_WITH(TokenData::load(s.path("short.bin")), Catch::Contains("short.bin: header"));
 }
 
-TEST_CASE("tokens: any other file is byte-level text, and a missing one names both readings",
-          "[nn][tokens]") {
+TEST_CASE(
+    "tokens: any other file is byte-level text, never a .bin or .idx, and a missing one names both "
+    "readings",
+    "[nn][tokens]") {
   Scratch s;
-  write(s.path("notes.bin"), "plain text, even named .bin");
-  const TokenData t = TokenData::load(s.path("notes.bin"));
+  write(s.path("notes.txt"), "plain text, named anything");
+  const TokenData t = TokenData::load(s.path("notes.txt"));
   CHECK(t.format() == "text");
-  CHECK(t.size() == 27);
+  CHECK(t.size() == 26);
   CHECK(t.token(0) == 'p');
+  // A dataset's .bin without its .idx (or a shard without its magic) is not trained on as bytes.
+  write(s.path("notes.bin"), "plain text, named .bin");
+  CHECK_THROWS_WITH(TokenData::load(s.path("notes.bin")),
+                    Catch::Contains("notes.bin: a .bin or .idx file that is neither half"));
+  // An index beside it that is no Megatron index: the index's magic is named, for all three names.
+  write(s.path("notes.idx"), std::string(40, 'x'));
+  for (const char* name : {"notes", "notes.bin", "notes.idx"})
+    CHECK_THROWS_WITH(TokenData::load(s.path(name)), Catch::Contains("notes.idx: magic: not MMIDIDX"));
+  CHECK(token_files(s.path("notes.bin")) ==
+        std::vector<std::string>{s.path("notes.idx"), s.path("notes.bin")});
+  CHECK(token_files(s.path("notes.txt")) == std::vector<std::string>{s.path("notes.txt")});
   CHECK_THROWS_WITH(TokenData::load(s.path("absent")),
                     Catch::Contains("no such file") && Catch::Contains("absent.idx"));
 }
