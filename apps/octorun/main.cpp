@@ -193,6 +193,11 @@ int main(int argc, char** argv) {
       std::fflush(stderr);
       return octo::code(octo::exit_code_of(*result.setup_failure));
     }
+    if (!result.diverged.empty()) {
+      if (world->rank() == 0) fmt::print(stderr, "octorun: error: {}\n", result.diverged);
+      std::fflush(stderr);
+      return octo::code(octo::ExitCode::RunFailed);
+    }
     return octo::code(result.check_failed(o.check_tolerance) ? octo::ExitCode::Invalid : octo::ExitCode::Ok);
   } catch (const std::exception& e) {
     // A failure while the job runs: other ranks may be blocked on this one, so end them all.

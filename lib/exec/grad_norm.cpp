@@ -33,9 +33,11 @@ double global_grad_norm(std::span<const GradPiece> pieces, nn::Device& device, C
   // share loses bits before the reduction; the sum over ranks itself rounds in float (a relative
   // error of about 1e-7 per rank, far below what a clip factor needs).
   float parts[2] = {static_cast<float>(local), 0.0f};
-  parts[1] = static_cast<float>(local - static_cast<double>(parts[0]));
+  if (std::isfinite(parts[0])) parts[1] = static_cast<float>(local - static_cast<double>(parts[0]));
   world.all_reduce(std::span<float>(parts, 2), ReduceOp::Sum);
-  return std::sqrt(std::max(0.0, static_cast<double>(parts[0]) + static_cast<double>(parts[1])));
+  const double squares = static_cast<double>(parts[0]) + static_cast<double>(parts[1]);
+  if (!std::isfinite(squares)) return squares;  // a NaN or infinite gradient stays visible (not 0)
+  return std::sqrt(std::max(0.0, squares));
 }
 
 double clip_factor(double norm, double max_norm) {

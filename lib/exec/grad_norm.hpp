@@ -33,7 +33,8 @@ struct GradPiece {
 [[nodiscard]] std::vector<GradPiece> grad_pieces(Runtime& runtime);
 
 /// sqrt(Σ over every rank of world of the squares of its counted pieces). Collective over
-/// `world` (every rank calls it, with any pieces); the same value on every rank.
+/// `world` (every rank calls it, with any pieces); the same value on every rank: NaN or infinity
+/// when a gradient is (or its squares overflow).
 [[nodiscard]] double global_grad_norm(std::span<const GradPiece> pieces, nn::Device& device, Comm& world);
 
 /// PyTorch's clip_grad_norm_ factor: max_norm / (norm + 1e-6), at most 1; 1 when max_norm <= 0

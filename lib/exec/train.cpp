@@ -323,6 +323,18 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     }
     const auto before_update = Clock::now();
     const StepUpdate update = loop.update(s);
+    if (update.skipped()) {
+      // As Megatron-LM stops on a NaN gradient norm: nothing of this step is kept; the last good
+      // parameters are saved (with --save) for a restart at a lower rate.
+      const std::string saved = loop.save_before(s);
+      result.diverged = fmt::format(
+          "step {}: the gradient norm is {}: training stopped before the step's update (lower --lr, or check "
+          "the data){}",
+          s, std::isnan(update.grad_norm) ? "NaN" : "infinite",
+          saved.empty() ? std::string()
+                        : fmt::format("; the parameters after step {} are saved in {}", s - 1, saved));
+      break;
+    }
     st.update_ms = ms_since(before_update);
     const double wall_ms = ms_since(start);
     const StepOutcome outcome = loop.finish(s, st, update, wall_ms);
@@ -343,6 +355,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     steps.push_back(std::move(st));
   }
 
+  if (steps.empty()) return result;  // the first step diverged: nothing was measured
   const RunStats stats = gather_stats(plan, steps, world);
   result.losses = stats.losses;
   RunReport& report = result.report;

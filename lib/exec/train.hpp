@@ -47,6 +47,9 @@ struct TrainResult {
   /// message is printed once.
   std::optional<ErrorKind> setup_failure;
   std::string error;
+  /// Set on every rank when training stopped at a step whose gradient norm was NaN or infinite
+  /// (before that step's update, checkpoint or metrics line): the message, which rank 0 prints.
+  std::string diverged;
   std::vector<double> losses;          ///< per step (all ranks)
   std::optional<GradientCheck> check;  ///< with --check (all ranks)
   RunReport report;                    ///< the --report contents (all ranks)

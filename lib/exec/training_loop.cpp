@@ -137,6 +137,7 @@ StepUpdate TrainingLoop::update(std::int64_t step) {
   u.lr = options_.schedule.at(step);
   const std::vector<GradPiece> pieces = grad_pieces(runtime_);
   u.grad_norm = global_grad_norm(pieces, device_, world_);
+  if (u.skipped()) return u;  // a NaN or infinite gradient: no update (train() stops the run)
   u.clip_factor = clip_factor(u.grad_norm, options_.clip_grad);
   scale_grads(pieces, static_cast<float>(u.clip_factor), device_);
   runtime_.update(static_cast<float>(u.lr));
@@ -193,6 +194,11 @@ StepOutcome TrainingLoop::finish(std::int64_t step, const StepStats& stats, cons
   return out;
 }
 
+std::string TrainingLoop::save_before(std::int64_t step) {
+  if (options_.save_dir.empty() || step <= first_step_ || saved_through_ == step - 1) return {};
+  return save(step - 1, options_.schedule.at(step - 1));
+}
+
 std::string TrainingLoop::save(std::int64_t step, double lr) {
   const ExecPlan& plan = runtime_.plan();
   CheckpointManifest m;
@@ -223,7 +229,10 @@ std::string TrainingLoop::save(std::int64_t step, double lr) {
   SaveFault fault;
   fault.kill_after_files =
       context_.fault.at_save && context_.fault.rank == world_.rank() && context_.fault.step == step;
-  return save_checkpoint(options_.save_dir, std::move(m), states_, world_, options_.keep, fault);
+  std::string folder =
+      save_checkpoint(options_.save_dir, std::move(m), states_, world_, options_.keep, fault);
+  saved_through_ = step;
+  return folder;
 }
 
 }  // namespace octo::exec

@@ -17,6 +17,7 @@
 /// training 10 more give the same losses bit for bit on CPU (same plan), and the same within fp32
 /// reassociation under another plan of the same model and global batch.
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -64,6 +65,8 @@ struct StepUpdate {
   double lr = 0;
   double grad_norm = 0;    ///< before clipping
   double clip_factor = 1;  ///< the gradients were multiplied by it
+  /// The norm was NaN or infinite: nothing was updated (the same on every rank).
+  [[nodiscard]] bool skipped() const { return !std::isfinite(grad_norm); }
 };
 
 struct StepOutcome {
@@ -93,17 +96,22 @@ class TrainingLoop {
   [[nodiscard]] std::int64_t next_sample() const { return next_sample_; }
 
   /// After runtime.step(step): the global gradient norm, clipping, and AdamW at the schedule's
-  /// rate. Collective.
+  /// rate; nothing but the norm when it is NaN or infinite (StepUpdate::skipped). Collective.
   StepUpdate update(std::int64_t step);
   /// After update(step): advances the data position; validation, the metrics line and the
   /// checkpoint when they are due. Collective.
   StepOutcome finish(std::int64_t step, const StepStats& stats, const StepUpdate& update,
                      double iteration_ms);
+  /// After an update(step) that was skipped (StepUpdate::skipped): with --save, the checkpoint of
+  /// the parameters after step − 1 (the last good ones), unless that step was saved already or
+  /// none was trained here; returns its folder (empty: none written). Collective.
+  std::string save_before(std::int64_t step);
 
  private:
   [[nodiscard]] bool last(std::int64_t step) const { return step + 1 == context_.steps; }
   double validate();
   std::string save(std::int64_t step, double lr);
+  std::int64_t saved_through_ = -1;  ///< the last step whose checkpoint this run wrote
 
   Runtime& runtime_;
   Comm& world_;

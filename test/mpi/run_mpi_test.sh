@@ -432,6 +432,26 @@ tied)
     same_losses "$dir/$a.jsonl" "$dir/$a-$b.jsonl" 1e-5
   done
   ;;
+diverged)
+  # At --lr 50 the gradient norm is NaN at step 2: training stops before that step's update, exit 8
+  # (RunFailed), the parameters after step 1 saved; nothing of step 2 in the metrics.
+  small_plan 1f1b 2 "$dir/plan.json"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 6 --lr 50 --save "$dir/ckpt" --metrics "$dir/m.jsonl" \
+    >"$dir/out.log" 2>&1
+  rc=$?
+  cat "$dir/out.log" | grep -v "^ *$" | head -20
+  [ $rc -eq 8 ] || fail "a NaN gradient norm gave exit $rc (expected 8)"
+  grep -q "octorun: error: step [0-9]*: the gradient norm is \(NaN\|infinite\): training stopped" "$dir/out.log" ||
+    fail "no divergence message"
+  step=$(sed -n 's/.*octorun: error: step \([0-9]*\): the gradient norm.*/\1/p' "$dir/out.log" | head -1)
+  [ "$(grep -c . "$dir/m.jsonl")" -eq "$step" ] || fail "metrics lines: $(grep -c . "$dir/m.jsonl"), expected $step"
+  [ -f "$dir/ckpt/step-$(printf %08d "$step")/manifest.json" ] || fail "the last good parameters were not saved"
+  python3 - "$dir/m.jsonl" <<'PY' || fail "a metrics line has a non-finite gradient norm"
+import json, math, sys
+for line in open(sys.argv[1]):
+    assert math.isfinite(json.loads(line)["grad_norm"]), line
+PY
+  ;;
 save-interrupted)
   # Rank 1 dies in the middle of the save after step 9: step-00000005 stays loadable.
   small_plan 1f1b 2 "$dir/plan.json"

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "exec_testing.hpp"
@@ -41,6 +42,28 @@ TEST_CASE("grad norm: counted pieces of every rank, each once, and clipping scal
   CHECK(after[0][1] == Approx(4 * f).epsilon(1e-6));
   CHECK(after[1][0] == Approx(12 * f).epsilon(1e-6));
   CHECK(after[1][1] == Approx(100 * f).epsilon(1e-6));  // the replica's copy is scaled too
+}
+
+TEST_CASE("grad norm: a NaN or infinite gradient on one rank gives a NaN or infinite norm everywhere",
+          "[exec][clip]") {
+  // It once came out as 0 (sqrt(max(0, NaN))), and training went on with NaN parameters.
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    ThreadWorld world(2);
+    std::vector<double> norms(2);
+    const auto errors = run_ranks(world, [&](Comm& c) {
+      c.set_timeout(10s);
+      nn::CpuDevice device;
+      std::vector<float> g = c.rank() == 0 ? std::vector<float>{3, 4} : std::vector<float>{1, bad};
+      const std::vector<GradPiece> pieces = {{g.data(), g.size(), true}};
+      norms[static_cast<std::size_t>(c.rank())] = global_grad_norm(pieces, device, c);
+    });
+    REQUIRE(joined_errors(errors).empty());
+    for (const double n : norms) {
+      INFO("bad " << bad << ": norm " << n);
+      CHECK_FALSE(std::isfinite(n));
+      CHECK(std::isnan(n) == std::isnan(bad));
+    }
+  }
 }
 
 TEST_CASE("grad norm: the clip factor is 1 below the limit, without a limit and for a non-finite norm",
