@@ -35,6 +35,36 @@ LowerBound finish(std::vector<BoundTerm> terms, int devices) {
   return b;
 }
 
+/// The data-parallel tail of the layers (lib/plan/CONTRACTS.md "DP tail"; none at DP 1) as the
+/// any-plan bound needs it: however the layers are cut and placed, the stages' reductions (and
+/// ZeRO-1 gathers) sum to at least their parameter-proportional parts plus one latency part per
+/// used device (each holds a stage), and the optimizer steps of all devices to the total.
+struct DataTail {
+  bool present = false;
+  double sync = 0, sync_latency = 0;      ///< Σ of the reductions' bandwidth parts; the least latency part
+  double gather = 0, gather_latency = 0;  ///< the same for the ZeRO-1 all-gathers
+  double optimizer = 0;                   ///< Σ of the optimizer steps
+
+  explicit DataTail(const SimInput& in) {
+    if (in.grad_sync_ms.empty()) return;
+    present = true;
+    const auto split = [](const std::vector<double>& total, const std::vector<double>& latency, double& sum,
+                          double& least) {
+      if (total.empty()) return;
+      least = kInf;
+      for (std::size_t l = 0; l < total.size(); ++l) {
+        // Without the latency parts, all of a layer's time counts as latency: valid, only looser.
+        const double lat = latency.size() == total.size() ? latency[l] : total[l];
+        sum += total[l] - lat;
+        least = std::min(least, lat);
+      }
+    };
+    split(in.grad_sync_ms, in.grad_sync_latency_ms, sync, sync_latency);
+    split(in.param_gather_ms, in.param_gather_latency_ms, gather, gather_latency);
+    for (double t : in.optimizer_ms) optimizer += t;
+  }
+};
+
 /// The per-layer numbers of the any-plan bound, with prefix and suffix sums.
 struct Layers {
   int n = 0;
@@ -284,6 +314,16 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
   auto head = [&](int a, int j) { return L.f_before[static_cast<std::size_t>(a)] + chain(a, j); };
   auto tail = [&](int a, int j) { return L.b_before[static_cast<std::size_t>(a)] + L.w[0] + chain(a, j); };
 
+  // The DP tail: after its compute stream (and its reductions) a device runs its optimizer step,
+  // then its ZeRO-1 gathers; its reductions start no earlier than its first stage is done with all
+  // m micro-batches (m F and m B ops of at least its lightest layer).
+  const DataTail tail_dp(in);
+  double lightest = kInf;
+  for (int l = 0; l < n; ++l)
+    lightest = std::min(lightest, L.f[static_cast<std::size_t>(l)] + L.b[static_cast<std::size_t>(l)] +
+                                      L.w[static_cast<std::size_t>(l)]);
+  const double first_ready = m * (lightest + 2 * o);
+
   const std::vector<WindowJob> jobs = full ? layer_jobs(L, m) : std::vector<WindowJob>{};
   const std::vector<Window> cuts = layer_cuts(jobs, n);
   double window_hi = 0;  // one device runs everything after the largest release, before the largest tail
@@ -311,7 +351,7 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
     const double crossings = L.cheapest[static_cast<std::size_t>(std::min(k - 1, n - 1))];
     const double work = m * (total / k + 2 * o);
     const double path = L.f_before.back() + L.b_before.back() + L.w[0] + 2 * k * o + 2 * crossings;
-    if (std::max(work, path) >= best.ms) continue;  // cannot lower the minimum over k
+    if (std::max(work, path) >= best.ms) continue;  // cannot lower the minimum over k (the DP terms only add)
 
     // Rank j = 0..k−1 of the devices by first layer: rank 0 holds layer 0, rank j's first layer
     // lies in [j, n − k + j]. Rank j by last layer (descending): rank 0 holds the last layer, rank j's
@@ -340,6 +380,11 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
       first_backward[static_cast<std::size_t>(j)] += first_b;
     }
     std::vector<BoundTerm> terms{{"work", work}, {"critical_path", path}};
+    if (tail_dp.present) {
+      const double after = (tail_dp.optimizer + tail_dp.gather) / k + tail_dp.gather_latency;
+      terms.push_back({"work_and_step", work + after});
+      terms.push_back({"reductions", first_ready + tail_dp.sync / k + tail_dp.sync_latency + after});
+    }
     // The quick bound's packing searches stop early (the conditions decide most cases) and check
     // the cardinality condition only with all bins empty (as before the full bound re-checked it).
     const std::int64_t nodes = full ? kPackingNodeLimit : kQuickPackingNodes;

@@ -72,7 +72,11 @@ void add_data_parallel_tail(SimInput& in, const Plan& plan, const ModelSpec& mod
   const double w = dtype_bytes(model.training.dtype);
   const std::size_t S = plan.stages.size();
   in.grad_sync_ms.assign(S, 0.0);
-  if (zero) in.param_gather_ms.assign(S, 0.0);
+  in.grad_sync_latency_ms.assign(S, 0.0);
+  if (zero) {
+    in.param_gather_ms.assign(S, 0.0);
+    in.param_gather_latency_ms.assign(S, 0.0);
+  }
   in.optimizer_ms.assign(static_cast<std::size_t>(plan.devices), 0.0);
   in.grad_sync_on_nic.assign(S, 0);
   in.nic_domain.resize(static_cast<std::size_t>(plan.devices));
@@ -89,15 +93,24 @@ void add_data_parallel_tail(SimInput& in, const Plan& plan, const ModelSpec& mod
     const auto ring = [](double bytes, int n, const LinkSpec& l, int phases) {
       return ring_collective_ms(bytes, n, l.bandwidth_gbs, l.latency_us, phases);
     };
+    // The same rings with their bandwidth terms removed.
+    const auto latency = [](double bytes, int n, const LinkSpec& l, int phases) {
+      return bytes > 0 && n > 1 ? phases * (n - 1) * us_to_ms(l.latency_us) : 0.0;
+    };
     const int phases = zero ? 1 : 2;  // reduce-scatter, or all-reduce = reduce-scatter + all-gather
     in.grad_sync_ms[s] = ring(4 * dense, dp, data, phases) + ring(4 * expert, dp / ep, expert_data, phases);
+    in.grad_sync_latency_ms[s] =
+        latency(4 * dense, dp, data, phases) + latency(4 * expert, dp / ep, expert_data, phases);
     // The executor interleaves the dense and the expert rings layer by layer on one stream, so a
     // reduction with any ring over the NIC waits whenever the NIC is taken.
     const bool dense_nic = dense > 0 && !spans_one_domain(cluster, first_rank(d, tp, dp), tp, dp);
     const bool expert_nic = expert > 0 && !spans_one_domain(cluster, first_rank(d, tp, dp), tp * ep, dp / ep);
     in.grad_sync_on_nic[s] = dense_nic || expert_nic ? 1 : 0;
-    if (zero)
+    if (zero) {
       in.param_gather_ms[s] = ring(w * dense, dp, data, 1) + ring(w * expert, dp / ep, expert_data, 1);
+      in.param_gather_latency_ms[s] =
+          latency(w * dense, dp, data, 1) + latency(w * expert, dp / ep, expert_data, 1);
+    }
     const double updated = dense / optimizer_shards(plan.zero, dp, ep, false) +
                            expert / optimizer_shards(plan.zero, dp, ep, true);
     const DeviceKind& kind = cluster.device(std::min(first_rank(d, tp, dp), cluster.world() - 1));

@@ -58,6 +58,10 @@ struct SimInput {
   std::vector<double> grad_sync_ms;
   std::vector<double> param_gather_ms;
   std::vector<double> optimizer_ms;
+  /// The latency parts of grad_sync_ms and param_gather_ms (the rest grows with the parameters),
+  /// for the lower bounds: however the layers are cut into stages, each stage pays its latency.
+  std::vector<double> grad_sync_latency_ms;
+  std::vector<double> param_gather_latency_ms;
 
   /// Shared NICs (lib/plan/CONTRACTS.md "Around the pipeline"); both empty: nothing shares one.
   /// nic_domain[d]: the NVLink domain of pipeline device d's first rank; a SEND/RECV between

@@ -118,6 +118,45 @@ Case random_case(std::mt19937& rng) {
   c.in.op_overhead_ms = coin(rng) ? 0.0 : 0.03;
   c.layers = c.in;
   c.layers.stages = layer_costs;
+  if (coin(rng)) {
+    // A DP tail as make_sim_input builds it: per stage a reduction (and at ZeRO 1 a gather) of its
+    // layers' parameter-proportional parts plus one latency part; per device the optimizer steps of
+    // its layers. The per-layer input: one reduction per layer, every step on device 0.
+    std::uniform_real_distribution<double> part(0.0, 3.0), latency(0.0, 0.5);
+    const bool zero = coin(rng) || coin(rng);
+    const double sync_lat = latency(rng), gather_lat = latency(rng);
+    std::vector<double> sync(static_cast<std::size_t>(n)), gather(sync), step(sync);
+    for (int l = 0; l < n; ++l) {
+      sync[static_cast<std::size_t>(l)] = part(rng);
+      gather[static_cast<std::size_t>(l)] = part(rng) / 2;
+      step[static_cast<std::size_t>(l)] = part(rng) / 4;
+    }
+    c.in.optimizer_ms.assign(static_cast<std::size_t>(D), 0.0);
+    c.layers.optimizer_ms.assign(static_cast<std::size_t>(D), 0.0);
+    for (int s = 0; s < S; ++s) {
+      const int lo = plan.stages[static_cast<std::size_t>(s)].first_layer;
+      const int hi = plan.stages[static_cast<std::size_t>(s)].end_layer;
+      double sy = sync_lat, ga = gather_lat;
+      for (int l = lo; l < hi; ++l) {
+        sy += sync[static_cast<std::size_t>(l)];
+        ga += gather[static_cast<std::size_t>(l)];
+        c.in.optimizer_ms[static_cast<std::size_t>(device_of[static_cast<std::size_t>(s)])] +=
+            step[static_cast<std::size_t>(l)];
+      }
+      c.in.grad_sync_ms.push_back(sy);
+      if (zero) c.in.param_gather_ms.push_back(ga);
+    }
+    const bool latencies_known = coin(rng) || coin(rng);  // else the bound must assume the worst
+    for (int l = 0; l < n; ++l) {
+      c.layers.grad_sync_ms.push_back(sync[static_cast<std::size_t>(l)] + sync_lat);
+      if (latencies_known) c.layers.grad_sync_latency_ms.push_back(sync_lat);
+      if (zero) {
+        c.layers.param_gather_ms.push_back(gather[static_cast<std::size_t>(l)] + gather_lat);
+        if (latencies_known) c.layers.param_gather_latency_ms.push_back(gather_lat);
+      }
+      c.layers.optimizer_ms[0] += step[static_cast<std::size_t>(l)];
+    }
+  }
 
   // Ops of the plan with their dependencies (fused or split backward per stage and micro-batch).
   struct Node {
@@ -247,7 +286,7 @@ PackingCase random_packing(std::mt19937& rng, int max_items) {
 
 TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound][property]") {
   std::mt19937 rng(20240614);
-  int tight_any = 0, tight_structure = 0, joint_binds = 0, suffix_binds = 0;
+  int tight_any = 0, tight_structure = 0, joint_binds = 0, suffix_binds = 0, tail_binds = 0;
   constexpr int kPlans = 10000;
   for (int iter = 0; iter < kPlans; ++iter) {
     const Case c = random_case(rng);
@@ -267,11 +306,14 @@ TEST_CASE("the bounds never exceed the makespan of a random valid plan", "[bound
     tight_structure += structure.ms >= makespan * (1 - 1e-9);
     joint_binds += any.binding == "window_ramps";
     suffix_binds += any.binding == "layer_suffix";
+    tail_binds += any.binding == "work_and_step" || any.binding == "reductions";
   }
   // The joint window and the suffix terms are exercised: in some plans each is the one that binds.
   INFO(joint_binds << " plans bound by window_ramps, " << suffix_binds << " by layer_suffix");
   CHECK(joint_binds > 0);
   CHECK(suffix_binds > 0);
+  INFO(tail_binds << " plans bound by the DP tail");
+  CHECK(tail_binds > 0);
   // Not vacuous: a good share of the (greedy) plans are provably optimal.
   CHECK(tight_structure > kPlans / 20);
   CHECK(tight_any > kPlans / 50);
