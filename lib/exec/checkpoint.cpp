@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -205,16 +206,29 @@ std::string checkpoint_folder_name(std::int64_t step) { return fmt::format("{}{:
 void check_save_dir(const std::string& dir) {
   std::error_code ec;
   const fs::path p(dir);
+  if (fs::is_symlink(p, ec) && !fs::exists(p, ec))
+    fail_output("--save {}: is a dangling symbolic link (expected the checkpoint folder, or a new one)", dir);
+  fs::path folder = p;  // where the saves create their folders
   if (fs::exists(p, ec)) {
-    if (!fs::is_directory(p, ec)) fail("--save {}: exists and is not a folder", dir);
-    return;
+    if (!fs::is_directory(p, ec)) fail_output("--save {}: exists and is not a folder", dir);
+    const fs::path latest = p / kLatest;
+    if (fs::exists(latest, ec) && !fs::is_regular_file(latest, ec))
+      fail_output("--save {}: {} is not a regular file (the saves rewrite it to name the newest checkpoint)",
+                  dir, latest.string());
+  } else {
+    folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    if (!fs::is_directory(folder, ec))
+      fail_output(
+          "--save {}: folder {} does not exist (expected the checkpoint folder, or a new one inside an "
+          "existing folder)",
+          dir, folder.string());
   }
-  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(parent, ec))
-    fail(
-        "--save {}: folder {} does not exist (expected the checkpoint folder, or a new one inside an "
-        "existing folder)",
-        dir, parent.string());
+  // The saves create folders there: try one now, not after the training (a read-only file system,
+  // /proc, a folder without write permission).
+  const fs::path probe = folder / fmt::format(".octo-save-probe-{}-{}", ::getpid(), ::gethostid());
+  if (::mkdir(probe.c_str(), 0700) != 0)
+    fail_output("--save {}: cannot create folders in {}: {}", dir, folder.string(), std::strerror(errno));
+  ::rmdir(probe.c_str());
 }
 
 // ---- save -----------------------------------------------------------------------------------

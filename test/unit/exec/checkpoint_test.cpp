@@ -368,3 +368,23 @@ TEST_CASE("layer file: a safetensors round trip, and malformed headers named", "
   bad[8] = '[';  // the header is no longer an object
   CHECK_THROWS_WITH(decode_layer_file(bad, "x.safetensors"), Catch::Contains("x.safetensors: header"));
 }
+
+TEST_CASE("checkpoint: a --save folder that the saves could not use is refused before any work",
+          "[exec][checkpoint]") {
+  TempDir dir("save-dir");
+  CHECK_NOTHROW(check_save_dir((dir.path / "new").string()));  // created by the first save
+  CHECK_NOTHROW(check_save_dir(dir.path.string()));
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 0);  // no probe left
+  const auto refused = [](const fs::path& p, const std::string& why) {
+    CHECK_THROWS_AS(check_save_dir(p.string()), OutputError);
+    CHECK_THROWS_WITH(check_save_dir(p.string()), Catch::Contains(why));
+  };
+  refused(dir.path / "missing/new", "does not exist");
+  write_file_atomic((dir.path / "file").string(), "x");
+  refused(dir.path / "file", "exists and is not a folder");
+  fs::create_symlink(dir.path / "nowhere", dir.path / "dangling");
+  refused(dir.path / "dangling", "is a dangling symbolic link");
+  fs::create_directories(dir.path / "ckpt/latest");
+  refused(dir.path / "ckpt", "latest is not a regular file");
+  refused("/proc/octo-save-test", "cannot create folders in /proc");
+}
