@@ -557,7 +557,15 @@ LowerBound quick_structure_lower_bound(const std::vector<Stage>& stages, int mic
 }
 
 PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const LowerBound& any_plan) {
-  return PlanBounds{any_plan, structure_lower_bound(plan.stages, plan.microbatches, in)};
+  LowerBound structure = structure_lower_bound(plan.stages, plan.microbatches, in);
+  // A bound of every plan bounds this one too (its DP-tail terms have no per-device counterpart
+  // in the structure bound's relaxation).
+  if (any_plan.ms > structure.ms) {
+    structure.terms.push_back({"any_plan", any_plan.ms});
+    structure.ms = any_plan.ms;
+    structure.binding = "any_plan";
+  }
+  return PlanBounds{any_plan, std::move(structure)};
 }
 
 PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers) {

@@ -82,7 +82,8 @@ struct PlanBounds {
 };
 
 /// The bounds of `plan` where its any-plan bound is known (it depends only on the inputs, so a caller
-/// that bounds many plans of one model computes it once): `in` is the plan's simulator input.
+/// that bounds many plans of one model computes it once): `in` is the plan's simulator input. The
+/// structure bound is at least the any-plan bound (term "any_plan" where that is larger: the DP tail).
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const LowerBound& any_plan);
 /// The bounds of `plan`: `in` is its simulator input, `layers` the one of layer_plan(plan).
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers);
