@@ -49,18 +49,20 @@ struct Setup {
 void load_data(Setup& s, const TrainOptions& o) {
   nn::TokenData all = nn::TokenData::load(o.data_path.empty() ? default_data_path() : o.data_path);
   if (!o.val_data_path.empty() && o.val_split > 0)
-    fail("--val-data {} and --val-split {}: give one of them", o.val_data_path, o.val_split);
+    fail_usage("--val-data {} and --val-split {:g}: give one of them", o.val_data_path, o.val_split);
   if (!o.val_data_path.empty()) {
     s.validation.emplace(nn::TokenData::load(o.val_data_path));
   } else if (o.val_split != 0) {
+    if (!(o.val_split > 0 && o.val_split < 1))
+      fail_usage("--val-split {:g}: expected a fraction between 0 and 1, exclusive", o.val_split);
     auto [train, validation] = nn::split_validation(all, o.val_split);
     all = std::move(train);
     s.validation.emplace(std::move(validation));
   }
   s.data.emplace(std::move(all));
   if (s.loop.val_every > 0 && !s.validation)
-    fail("--val-every {}: there is no validation data (give --val-data FILE or --val-split FRACTION)",
-         s.loop.val_every);
+    fail_usage("--val-every {}: there is no validation data (give --val-data FILE or --val-split FRACTION)",
+               s.loop.val_every);
   const Plan& p = s.plan.plan;
   for (const nn::TokenData* d : {&*s.data, s.validation ? &*s.validation : nullptr}) {
     if (!d) continue;

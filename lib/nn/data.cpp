@@ -78,7 +78,7 @@ TokenData TokenData::load(const std::string& path) { return open_tokens(path); }
 
 TokenData::TokenData(std::string_view text, std::string source)
     : source_(std::move(source)), format_("text") {
-  if (text.empty()) fail("{}: the training text is empty", source_);
+  if (text.empty()) fail("{}: the text is empty: no tokens to read", source_);
   // One uint8 per byte: the text itself is the token array.
   auto bytes = std::make_shared<std::string>(text);
   data_ = reinterpret_cast<const std::byte*>(bytes->data());

@@ -19,13 +19,14 @@ double LrSchedule::at(std::int64_t step) const {
 }
 
 void LrSchedule::validate() const {
-  if (!(lr > 0) || !std::isfinite(lr)) fail("--lr {}: expected a positive learning rate", lr);
+  // Every setting comes from the command line: a problem is a usage error (exit 2).
+  if (!(lr > 0) || !std::isfinite(lr)) fail_usage("--lr {:g}: expected a positive learning rate", lr);
   if (!(min_lr >= 0) || !(min_lr <= lr))
-    fail("--min-lr {}: expected a rate between 0 and --lr {}", min_lr, lr);
-  if (warmup_steps < 0) fail("--warmup-steps {}: expected 0 or more steps", warmup_steps);
+    fail_usage("--min-lr {:g}: expected a rate between 0 and --lr {:g}", min_lr, lr);
+  if (warmup_steps < 0) fail_usage("--warmup-steps {}: expected 0 or more steps", warmup_steps);
   if (kind != Kind::Constant && decay_steps <= warmup_steps)
-    fail("--decay-steps {}: a {} decay must end after the {} warm-up step(s) (expected more than {})",
-         decay_steps, to_string(kind), warmup_steps, warmup_steps);
+    fail_usage("--decay-steps {}: a {} decay must end after the {} warm-up step(s) (expected more than {})",
+               decay_steps, to_string(kind), warmup_steps, warmup_steps);
 }
 
 std::string_view to_string(LrSchedule::Kind kind) {
