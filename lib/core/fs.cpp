@@ -176,6 +176,7 @@ FileRead try_read_file(const std::string& path, std::size_t max_bytes) {
     }
     if (n == 0) break;
     if (static_cast<std::size_t>(n) > max_bytes - out.bytes.size()) {
+      out.too_large = true;
       out.problem = fmt::format(
           "larger than {} ({})", human_bytes(static_cast<double>(max_bytes)),
           S_ISREG(st.st_mode) ? "not a description octoplan reads" : "a device such as /dev/zero never ends");

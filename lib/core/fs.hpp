@@ -22,7 +22,8 @@ inline constexpr std::size_t kNoReadLimit = static_cast<std::size_t>(-1);
 /// writes to reads as empty instead of blocking for ever.
 struct FileRead {
   std::string bytes;
-  std::string problem;  ///< empty: read
+  std::string problem;     ///< empty: read
+  bool too_large = false;  ///< the problem is that it holds more than max_bytes
 };
 [[nodiscard]] FileRead try_read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
 

@@ -421,7 +421,14 @@ void load_checkpoint(const std::string& checkpoint, const CheckpointManifest& ma
     if (layer >= manifest.files.size()) fail("{}: layers: no entry for layer {}", manifest_path, layer);
     const CheckpointManifest::LayerFile& lf = manifest.files[layer];
     const std::string path = (fs::path(checkpoint) / lf.file).string();
-    const std::string bytes = read_file(path, kNoReadLimit);
+    // At most the size the manifest records (and one byte more, to tell a longer file): a layer
+    // file replaced by a device such as /dev/zero is refused, not read for ever.
+    FileRead read = try_read_file(path, static_cast<std::size_t>(lf.bytes) + 1);
+    if (read.too_large)
+      fail("{}: more than the {} bytes the manifest records (layers[{}].bytes): the file was replaced", path,
+           lf.bytes, layer);
+    if (!read.problem.empty()) fail("{}: {}", path, read.problem);
+    const std::string bytes = std::move(read.bytes);
     if (bytes.size() != lf.bytes)
       fail(
           "{}: {} bytes, but the manifest records {} (layers[{}].bytes): the file is truncated or was "
