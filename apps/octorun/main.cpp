@@ -110,8 +110,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option(
       "--metrics", o.loop.metrics_path,
-      "Append one JSON line per step (step, loss, val_loss, lr, grad_norm, tokens_per_s, iteration_ms, "
-      "bubble); plot with scripts/plot-metrics");
+      "Write one JSON line per step (step, loss, val_loss, lr, grad_norm, tokens_per_s, iteration_ms, "
+      "bubble), flushed as each step ends; the file keeps only the lines of steps before this run's first "
+      "(a fresh run starts it anew, a run resumed with --load keeps the steps before the checkpoint's); plot "
+      "with scripts/plot-metrics");
   app.add_option("--save", o.loop.save_dir,
                  "Write checkpoints to DIR/step-NNNNNNNN (atomically; any plan of the model loads them)");
   app.add_option("--save-every", o.loop.save_every, "Checkpoint every N steps (0: after the last step only)")
