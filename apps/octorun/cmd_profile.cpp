@@ -56,6 +56,11 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
     octo::check_output_paths({{"-o", a.output}}, inputs);
     model.emplace(octo::load_model(a.model));
     data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
+    // As for training: the tokens fit the vocabulary and one micro-batch, checked now (naming the
+    // file), not in the middle of the measurement.
+    data->check_vocabulary(model->vocab);
+    (void)data->sequences(0, a.options.micro_batch > 0 ? a.options.micro_batch : model->training.micro_batch,
+                          static_cast<int>(a.options.seq > 0 ? a.options.seq : model->seq_len));
     a.options.data = &*data;
     device.emplace(octo::backends::registry().get(a.options.backend).open({}));
     a.options.hardware = device->description();
