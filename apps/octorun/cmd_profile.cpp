@@ -16,6 +16,8 @@
 #include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/system.hpp"
+#include "core/units.hpp"
 #include "cost/profile_io.hpp"
 #include "exec/agree.hpp"
 #include "exec/profiler.hpp"
@@ -36,6 +38,31 @@ struct ProfileArgs {
   std::string statistic = "median";
 };
 
+/// Refuses (exit 6) a model this rank cannot hold: the profile builds every layer, fp32 weights and
+/// gradients, and runs two micro-batches through all of them at once; this counts only that much
+/// (the model's activation bytes at its dtype), so it never refuses what would fit.
+void check_profile_memory(const octo::ModelSpec& model, const octo::exec::ProfileOptions& o) {
+  const std::int64_t physical = octo::physical_memory_bytes();
+  if (physical <= 0) return;
+  const int batch = o.micro_batch > 0 ? o.micro_batch : model.training.micro_batch;
+  const std::int64_t seq = o.seq > 0 ? o.seq : model.seq_len;
+  double activations = 0;
+  for (std::size_t l = 0; l < model.layers.size(); ++l)
+    activations += static_cast<double>(octo::layer_counts(model, l, batch, seq).activation_bytes);
+  const double weights = 8.0 * static_cast<double>(octo::total_params(model));
+  const double need = weights + 2 * activations;
+  if (need <= static_cast<double>(physical)) return;
+  throw octo::Error(
+      fmt::format("model {}: profiling it needs at least {} on this rank ({} of fp32 weights and "
+                  "gradients, {} of activations for two micro-batches of {} x {} tokens), more "
+                  "than this machine's {}; profile a smaller shape (--micro-batch, --seq) or a "
+                  "model with fewer layers",
+                  model.name, octo::human_bytes(need), octo::human_bytes(weights),
+                  octo::human_bytes(2 * activations), batch, seq,
+                  octo::human_bytes(static_cast<double>(physical))),
+      octo::ErrorKind::TooLarge);
+}
+
 int run(ProfileArgs& a, octo::exec::Comm& world) {
   a.options.recompute = !a.no_recompute;
   a.options.link = !a.no_link;
@@ -55,6 +82,7 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
       inputs.push_back(std::move(f));
     octo::check_output_paths({{"-o", a.output}}, inputs);
     model.emplace(octo::load_model(a.model));
+    check_profile_memory(*model, a.options);
     data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
     // As for training: the tokens fit the vocabulary and one micro-batch, checked now (naming the
     // file), not in the middle of the measurement.

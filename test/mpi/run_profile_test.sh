@@ -74,4 +74,16 @@ if ! "$bin/octorun" profile "$model" --backend cuda -o "$dir/cuda.yaml" >"$dir/c
 else
   echo "note: this octorun has a working CUDA device; the cuda profile ran"
 fi
+# 5. A shape no rank here can hold is refused before any layer is built (exit 6), and bad data (a
+#    token outside the vocabulary) before any measurement (exit 3), each naming what is wrong.
+"$bin/octorun" profile "$model" --micro-batch 1000000 -o "$dir/huge.yaml" >"$dir/huge.log" 2>&1
+rc=$?
+[[ $rc -eq 6 ]] || { cat "$dir/huge.log"; fail "a profile beyond the machine's memory exited $rc (expected 6)"; }
+grep -q "profiling it needs at least .* more than this machine's" "$dir/huge.log" || { cat "$dir/huge.log"; fail "no memory message"; }
+sed 's/^vocab: 256$/vocab: 64/' "$model" >"$dir/v64.yaml"
+"$bin/octorun" profile "$dir/v64.yaml" -o "$dir/v64-costs.yaml" >"$dir/v64.log" 2>&1
+rc=$?
+[[ $rc -eq 3 ]] || { cat "$dir/v64.log"; fail "out-of-vocabulary data exited $rc (expected 3)"; }
+grep -q "outside the model's vocabulary of 64" "$dir/v64.log" || { cat "$dir/v64.log"; fail "no vocabulary message"; }
+[[ ! -e "$dir/huge.yaml" && ! -e "$dir/v64-costs.yaml" ]] || fail "a refused profile left a costs file"
 echo "PASS (profile-accuracy)"
