@@ -314,7 +314,8 @@ std::vector<Factorization> enumerate_factorizations(const ModelSpec& model, cons
           for (int mb = micro_batch > 0 ? micro_batch : 1;
                mb <= std::max(kMaxMicroBatch, micro_batch) && static_cast<std::int64_t>(mb) * dp <= global;
                mb *= 2) {
-            if (global % (mb * dp) == 0) out.push_back(Factorization{tp, pp, dp, e, z, mb, global / (mb * dp)});
+            if (global % (mb * dp) == 0)
+              out.push_back(Factorization{tp, pp, dp, e, z, mb, global / (mb * dp)});
             if (micro_batch > 0) break;  // fixed by --micro-batch
           }
         }

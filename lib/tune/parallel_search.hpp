@@ -81,10 +81,10 @@ struct FactorizationRow {
 };
 
 struct ParallelSearchOptions {
-  TuneOptions tune;   ///< time_budget_s is the whole search's; each tuned factorization gets a share
-  int max_tuned = 4;  ///< factorizations tuned at most (in bound order)
-  int zero = -1;      ///< fixed ZeRO stage; -1 tries 0 and 1 when DP > 1
-  int ep = 0;         ///< fixed EP; 0 tries every valid one
+  TuneOptions tune;     ///< time_budget_s is the whole search's; each tuned factorization gets a share
+  int max_tuned = 4;    ///< factorizations tuned at most (in bound order)
+  int zero = -1;        ///< fixed ZeRO stage; -1 tries 0 and 1 when DP > 1
+  int ep = 0;           ///< fixed EP; 0 tries every valid one
   int micro_batch = 0;  ///< fixed micro-batch size (--micro-batch); 0 tries 1, 2, 4, 8
 };
 

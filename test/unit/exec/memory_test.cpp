@@ -13,6 +13,7 @@
 
 #include "exec/runtime.hpp"
 #include "exec_testing.hpp"
+#include "memory_testing.hpp"
 #include "nn/cpu_device.hpp"
 #include "plan/run_report.hpp"
 
@@ -74,30 +75,6 @@ std::int64_t device_params(const ExecPlan& plan, int device, int T) {
 ExecPlan parallel_plan(int pp, int tp, int dp, int zero) {
   const Plan p = testing::parallel_baseline("1f1b", pp, tp, dp, 1, zero);
   return prepare_plan(p, fmt::format("pp{}-tp{}-dp{}-zero{}", pp, tp, dp, zero), pp * tp * dp);
-}
-
-/// Two training steps on thread ranks; every rank's view of the memory table (rank 0's kept).
-MemoryComparison run_memory(const ExecPlan& plan) {
-  const int n = plan.world_size();
-  ThreadWorld world(n);
-  std::vector<std::unique_ptr<nn::Device>> devices;
-  for (int r = 0; r < n; ++r) devices.push_back(std::make_unique<nn::CpuDevice>(1));
-  MemoryComparison out;
-  const auto errors = run_ranks(world, [&](Comm& c) {
-    c.set_timeout(30s);
-    Runtime rt(plan, c, *devices[static_cast<std::size_t>(c.rank())], corpus());
-    std::vector<StepStats> steps;
-    for (int s = 0; s < 2; ++s) {
-      steps.push_back(rt.step(s));
-      rt.update();
-    }
-    MemoryComparison m = compare_memory(plan, held_bytes(rt), steps, c);
-    if (c.rank() == 0) out = std::move(m);
-  });
-  INFO(joined_errors(errors));
-  REQUIRE(joined_errors(errors).empty());
-  REQUIRE(out.ranks.size() == static_cast<std::size_t>(n));
-  return out;
 }
 
 /// The planner's count of the same layers (cost/estimate.cpp): every parameter of a layer divided
@@ -162,7 +139,7 @@ void check_against_prediction(const MemoryComparison& m, const ExecPlan& plan, i
 
 TEST_CASE("memory: TP 2 x PP 2 ranks hold their layers' TP shards, counted by hand", "[exec][memory]") {
   const ExecPlan plan = parallel_plan(2, 2, 1, 0);
-  const MemoryComparison m = run_memory(plan);
+  const MemoryComparison m = testing::run_memory(plan);
   for (const RankMemory& r : m.ranks) {
     const std::int64_t params = device_params(plan, r.device, 2);
     INFO("rank " << r.rank << " (device " << r.device << "): " << params << " parameters");
@@ -183,7 +160,7 @@ TEST_CASE("memory: TP 2 x PP 2 ranks hold their layers' TP shards, counted by ha
 TEST_CASE("memory: at TP 1 x PP 2 the static bytes are the prediction's, byte for byte (but RoPE's tables)",
           "[exec][memory]") {
   const ExecPlan plan = parallel_plan(2, 1, 1, 0);
-  const MemoryComparison m = run_memory(plan);
+  const MemoryComparison m = testing::run_memory(plan);
   for (const RankMemory& r : m.ranks) {
     INFO("rank " << r.rank);
     CHECK(r.weight_bytes == 4 * device_params(plan, r.device, 1));
@@ -196,7 +173,7 @@ TEST_CASE("memory: at TP 1 x PP 2 the static bytes are the prediction's, byte fo
 TEST_CASE("memory: TP 2 x DP 2 at ZeRO 1 keeps 1/DP of the optimizer state per rank",
           "[exec][memory][zero]") {
   const ExecPlan plan = parallel_plan(1, 2, 2, 1);
-  const MemoryComparison m = run_memory(plan);
+  const MemoryComparison m = testing::run_memory(plan);
   const std::int64_t params = device_params(plan, 0, 2);
   std::int64_t optimizer = 0;
   for (const RankMemory& r : m.ranks) {

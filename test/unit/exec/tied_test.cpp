@@ -20,6 +20,7 @@
 #include "exec/memory.hpp"
 #include "exec/runtime.hpp"
 #include "exec_testing.hpp"
+#include "memory_testing.hpp"
 #include "nn/cpu_device.hpp"
 #include "nn/reference.hpp"
 #include "nn/tied_embeddings.hpp"
@@ -124,29 +125,6 @@ void require_tied_training(const ExecPlan& plan) {
     }
 }
 
-/// Two steps on thread ranks; rank 0's memory table of every rank.
-MemoryComparison measure_memory(const ExecPlan& plan) {
-  const int n = plan.world_size();
-  ThreadWorld world(n);
-  std::vector<std::unique_ptr<nn::Device>> devices;
-  for (int r = 0; r < n; ++r) devices.push_back(std::make_unique<nn::CpuDevice>(1));
-  MemoryComparison out;
-  const auto errors = run_ranks(world, [&](Comm& c) {
-    c.set_timeout(30s);
-    Runtime rt(plan, c, *devices[static_cast<std::size_t>(c.rank())], corpus());
-    std::vector<StepStats> steps;
-    for (int s = 0; s < 2; ++s) {
-      steps.push_back(rt.step(s));
-      rt.update();
-    }
-    MemoryComparison m = compare_memory(plan, held_bytes(rt), steps, c);
-    if (c.rank() == 0) out = std::move(m);
-  });
-  INFO(joined_errors(errors));
-  REQUIRE(joined_errors(errors).empty());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("tied embeddings: a copy only where the planner counts one, byte for byte",
@@ -159,7 +137,7 @@ TEST_CASE("tied embeddings: a copy only where the planner counts one, byte for b
     const bool apart = tied.plan.stages.front().device != tied.plan.stages.back().device;
     CHECK(apart == (schedule == "1f1b"));
     const int head = tied.plan.stages.back().device;
-    const MemoryComparison a = measure_memory(untied), b = measure_memory(tied);
+    const MemoryComparison a = testing::run_memory(untied), b = testing::run_memory(tied);
     for (std::size_t r = 0; r < 2; ++r) {
       INFO(schedule << " rank " << r);
       // Tied, the head's device drops its own output weight and holds a copy only when apart.

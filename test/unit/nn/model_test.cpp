@@ -51,6 +51,19 @@ float scale_of(const ModelSpec& m) {
   return 1.0f / static_cast<float>(kMicrobatches * m.training.micro_batch * m.seq_len);
 }
 
+/// J = the summed scaled losses of `batches` through the whole-model `net` (with `backward`, their
+/// gradients accumulated too): the objective of the finite-difference checks.
+double summed_loss(StageNet& net, Device& dev, const std::vector<MicroBatch>& batches, float scale,
+                   bool backward) {
+  double loss = 0;
+  for (const MicroBatch& mb : batches) {
+    StageContext c = net.make_context(mb, scale);
+    loss += read_scalar(dev, net.forward(c, Buffer{}).data());
+    if (backward) (void)net.backward(c, Buffer{});
+  }
+  return loss;
+}
+
 }  // namespace
 
 TEST_CASE("tiny-hybrid: builds every layer kind with the parameter counts the spec derives", "[nn][model]") {
@@ -202,15 +215,7 @@ TEST_CASE("tiny-hybrid: full-model gradient passes a finite-difference spot chec
   const std::vector<MicroBatch> batches = {corpus().microbatch(100, 1, 32), corpus().microbatch(101, 1, 32)};
   const float scale = 1.0f / 64;
   std::vector<std::int32_t> branches;
-  auto run = [&](bool backward) {
-    double loss = 0;
-    for (const MicroBatch& mb : batches) {
-      StageContext c = net.make_context(mb, scale);
-      loss += read_scalar(dev, net.forward(c, Buffer{}).data());
-      if (backward) (void)net.backward(c, Buffer{});
-    }
-    return loss;
-  };
+  auto run = [&](bool backward) { return summed_loss(net, dev, batches, scale, backward); };
   run(true);
   branches = dev.take_branches();
   const auto grads = grads_of(net);
@@ -317,15 +322,7 @@ TEST_CASE("tied embeddings: one table on one rank, an equal copy on another, the
 
   const std::vector<MicroBatch> batches = {corpus().microbatch(100, 1, 32), corpus().microbatch(101, 1, 32)};
   const float scale = 1.0f / 64;
-  auto run = [&](bool backward) {
-    double loss = 0;
-    for (const MicroBatch& mb : batches) {
-      StageContext c = net.make_context(mb, scale);
-      loss += read_scalar(dev, net.forward(c, Buffer{}).data());
-      if (backward) (void)net.backward(c, Buffer{});
-    }
-    return loss;
-  };
+  auto run = [&](bool backward) { return summed_loss(net, dev, batches, scale, backward); };
   run(true);
   const std::vector<std::int32_t> branches = dev.take_branches();
   const std::vector<float> g = dev.download(tied_gradient(model, embedding).data(), n);

@@ -10,19 +10,9 @@
 
 #include "sched/baseline.hpp"
 #include "sim/sim_input.hpp"
+#include "tune_testing.hpp"
 
 namespace {
-
-octo::PlannerInputs tiny_hybrid_at(int dp, int ep, int zero) {
-  octo::InputOptions o;
-  o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
-  o.pp = 2;
-  o.dp = dp;
-  o.ep = ep;
-  o.zero = zero;
-  o.microbatches = 4;
-  return octo::load_inputs(o);
-}
 
 /// Σ over the devices of a 1F1B plan's static bytes (the floor is this over the devices).
 double plan_static_total(const octo::PlannerInputs& in) {
@@ -40,7 +30,7 @@ TEST_CASE("memory policy: the static floor is the simulator's static memory over
           "[tune][memory]") {
   double previous = 0;
   for (const auto& [dp, ep, zero] : {std::tuple{2, 1, 0}, {2, 2, 0}, {2, 2, 1}, {4, 4, 1}}) {
-    octo::PlannerInputs in = tiny_hybrid_at(dp, ep, zero);
+    octo::PlannerInputs in = octo::tunetest::tiny_hybrid(2, 4, dp, ep, zero);
     const double floor = plan_static_total(in) / in.pp;
     INFO("dp " << dp << " ep " << ep << " zero " << zero << ": floor " << floor);
     REQUIRE(floor > 0);
