@@ -47,6 +47,13 @@ void check_belongs(const Plan& plan, const RunReport& report, const std::string&
   };
   if (report.devices != plan.devices) mismatch("pipeline devices", report.devices, plan.devices);
   if (report.dp != plan.dp) mismatch("data-parallel replicas", report.dp, plan.dp);
+  const std::int64_t world = static_cast<std::int64_t>(plan.devices) * plan.dp * std::max(plan.tp, 1);
+  if (report.world_size != world) mismatch("ranks (world_size)", report.world_size, world);
+  if (report.measured.measured_steps < 1)
+    fail(
+        "{}: measured.measured_steps: {}: the run measured no step, so there is nothing to compare (run "
+        "at least 2 steps: the first is a warm-up)",
+        report_source, report.measured.measured_steps);
   if (report.stages != static_cast<int>(plan.stages.size()))
     mismatch("stages", report.stages, static_cast<std::int64_t>(plan.stages.size()));
   if (report.microbatches != plan.microbatches)

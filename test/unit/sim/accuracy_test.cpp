@@ -148,6 +148,7 @@ TEST_CASE("accuracy: data-parallel replicas are averaged (busy) and maxed (memor
   const Case k = two_device_case(2);
   json r = run_report();
   r["dp"] = 2;
+  r["world_size"] = 4;
   // Ranks: replica × devices + device. Device 0 busy 5 and 3 (mean 4: exact), device 1 4.4 and
   // 3.6 (mean 4: exact); peaks 1250 / 900 → 1250 on device 0, 2000 / 3000 → 3000 on device 1.
   json ranks = r["measured"]["ranks"];
@@ -191,6 +192,13 @@ TEST_CASE("accuracy: reports that do not belong to the plan are refused", "[accu
   r = run_report();
   r["seq"] = 64;
   CHECK_THROWS_WITH(compare(r), Catch::Contains("64 tokens per sequence"));
+  r = run_report();
+  r["world_size"] = 3;
+  CHECK_THROWS_WITH(compare(r), Catch::Contains("the run had 3 ranks (world_size) but plan plan.json has 2"));
+  r = run_report();
+  r["measured"]["measured_steps"] = 0;
+  CHECK_THROWS_WITH(compare(r),
+                    Catch::Contains("run.json: measured.measured_steps: 0: the run measured no step"));
   r = run_report();
   r["measured"]["ranks"].erase(1);  // one rank missing
   CHECK_THROWS_WITH(compare(r), Catch::Contains("the run had 1 ranks but plan plan.json needs 2"));
