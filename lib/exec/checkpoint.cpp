@@ -441,6 +441,17 @@ void load_checkpoint(const std::string& checkpoint, const CheckpointManifest& ma
     if (decoded.layer.index != layer)
       fail("{}: __metadata__.layer: {} (the manifest lists this file for layer {})", path,
            decoded.layer.index, layer);
+    // The file was written for this model and step (a file of another checkpoint with a matching
+    // manifest entry is refused too).
+    const auto meta = [&](const char* key) {
+      const auto it = decoded.metadata.find(key);
+      return it == decoded.metadata.end() ? std::string("(missing)") : it->second;
+    };
+    if (meta("model_hash") != hex64(manifest.model.hash))
+      fail("{}: __metadata__.model_hash: {} (the manifest's model has hash {})", path, meta("model_hash"),
+           hex64(manifest.model.hash));
+    if (meta("step") != std::to_string(manifest.step))
+      fail("{}: __metadata__.step: {} (the manifest is of step {})", path, meta("step"), manifest.step);
     io.import_layer(decoded.layer, path);
   }
   io.set_optimizer_steps(manifest.optimizer_steps);

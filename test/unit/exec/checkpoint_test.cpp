@@ -240,6 +240,22 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
     const Run r = train(plan, load, 2);
     CHECK_THAT(r.error, Catch::Contains(file.string()) && Catch::Contains("truncated"));
   }
+  SECTION("a layer file of another step, with the manifest's size and checksum made to match") {
+    save_after(plan, dir.str(), 2);  // step-00000002 beside step-00000001
+    const fs::path file = ckpt / "layer-00004.safetensors";
+    const std::string other = read_file((dir.path / "step-00000002/layer-00004.safetensors").string());
+    write_file_atomic(file.string(), other);
+    auto j = nlohmann::json::parse(read_file((ckpt / "manifest.json").string()));
+    for (auto& f : j["layers"])
+      if (f["layer"] == 4) {
+        f["bytes"] = other.size();
+        f["crc32"] = hex32(crc32(other));
+      }
+    write_file_atomic((ckpt / "manifest.json").string(), j.dump(2));
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error, Catch::Contains(file.string()) && Catch::Contains("__metadata__.step: 2") &&
+                            Catch::Contains("the manifest is of step 1"));
+  }
   SECTION("a missing layer file") {
     fs::remove(ckpt / "layer-00009.safetensors");
     const Run r = train(plan, load, 2);
