@@ -43,6 +43,16 @@ json schedule_json(const nn::LrSchedule& s) {
           {"decay_steps", s.decay_steps}};
 }
 
+/// The optimizer's settings as a checkpoint records them (its step count is added by the manifest).
+json optimizer_json(const nn::AdamWConfig& c, double clip_grad) {
+  return {{"kind", "adamw"},
+          {"beta1", c.beta1},
+          {"beta2", c.beta2},
+          {"eps", c.eps},
+          {"weight_decay", c.weight_decay},
+          {"clip_grad", clip_grad}};
+}
+
 std::string describe_plan(const json& p) {
   return fmt::format("{} ({}, {} device(s) x dp {} x tp {}, {} stages, {} micro-batches of {} x {})",
                      p.value("file", std::string("?")), p.value("method", std::string("?")),
@@ -122,6 +132,13 @@ TrainingLoop::Resumed TrainingLoop::resume() {
       fmt::print(
           "octorun: note: the learning-rate schedule differs from the checkpoint's ({} now, {} then)\n",
           schedule_json(options_.schedule).dump(), saved_schedule.dump());
+    // The optimizer's settings come from this command line; say so when they are not the saved run's.
+    json saved_optimizer = manifest->optimizer;
+    saved_optimizer.erase("steps");
+    const json now_optimizer = optimizer_json(runtime_.optimizer().config(), options_.clip_grad);
+    if (saved_optimizer != now_optimizer)
+      fmt::print("octorun: note: the optimizer settings differ from the checkpoint's ({} now, {} then)\n",
+                 now_optimizer.dump(), saved_optimizer.dump());
     const json& d = manifest->data;
     if (d.value("tokens", std::uint64_t{0}) != context_.train->size() ||
         d.value("source", std::string()) != context_.train->source())
@@ -209,13 +226,7 @@ std::string TrainingLoop::save(std::int64_t step, double lr) {
   m.next_sample = next_sample_;
   m.seed = context_.seed;
   m.optimizer_steps = states_.optimizer_steps();
-  const nn::AdamWConfig& c = runtime_.optimizer().config();
-  m.optimizer = {{"kind", "adamw"},
-                 {"beta1", c.beta1},
-                 {"beta2", c.beta2},
-                 {"eps", c.eps},
-                 {"weight_decay", c.weight_decay},
-                 {"clip_grad", options_.clip_grad}};
+  m.optimizer = optimizer_json(runtime_.optimizer().config(), options_.clip_grad);
   m.lr_schedule = schedule_json(options_.schedule);
   m.lr_schedule["last_lr"] = lr;
   const nn::TokenData& d = *context_.train;
