@@ -43,7 +43,7 @@ extern "C" void on_terminate(int sig) {
     write_text(": terminated by signal ");
     const char digits[] = {static_cast<char>('0' + sig / 10 % 10), static_cast<char>('0' + sig % 10), 0};
     write_text(sig >= 10 ? digits : digits + 1);
-    write_text(" (the launcher ends the job: another rank failed) while waiting: ");
+    write_text(" (the launcher ended the job: another rank failed, or it was interrupted) while waiting: ");
     const Slot& s = g_slots[static_cast<std::size_t>(slot)];
     write_all(s.text.data(), s.size);
     write_text("\n");

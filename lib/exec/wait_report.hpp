@@ -23,9 +23,9 @@ void clear_waiting() noexcept;
 /// What is recorded now ("" when nothing), for tests.
 [[nodiscard]] std::string_view waiting_for() noexcept;
 
-/// Installs the SIGTERM handler: "<program>: terminated by signal 15 (the launcher ends the job:
-/// another rank failed) while waiting: <what>" on stderr when a wait is recorded, then the default
-/// action (the exit status stays "killed by SIGTERM").
+/// Installs the SIGTERM handler: "<program>: terminated by signal 15 (the launcher ended the job:
+/// another rank failed, or it was interrupted) while waiting: <what>" on stderr when a wait is recorded, then
+/// the default action (the exit status stays "killed by SIGTERM").
 void install_termination_report(std::string_view program);
 
 }  // namespace octo::exec

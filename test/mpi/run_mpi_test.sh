@@ -284,7 +284,7 @@ killed-rank-tp | killed-rank-ep)
   echo "exit $rc after $elapsed s"
   [ $rc -ne 0 ] || fail "the job succeeded although rank 1 died"
   [ "$elapsed" -lt 60 ] || fail "the job took $elapsed s to end (a hang until the timeout?)"
-  grep -qF "octorun: terminated by signal 15 (the launcher ends the job: another rank failed) while waiting: $group" \
+  grep -qF "octorun: terminated by signal 15 (the launcher ended the job: another rank failed, or it was interrupted) while waiting: $group" \
     "$dir/out.log" || fail "rank 0 did not name the group it was blocked in ($group ...)"
   grep -q "process rank 1 .*exited on signal 9" "$dir/out.log" || fail "the dead rank 1 is not named"
   echo "ok"

@@ -67,6 +67,7 @@ TEST_CASE("wait report: SIGTERM prints what the process waits for, then kills it
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGTERM);
   CHECK(text ==
-        "octorun: terminated by signal 15 (the launcher ends the job: another rank failed) while waiting: "
+        "octorun: terminated by signal 15 (the launcher ended the job: another rank failed, or it was "
+        "interrupted) while waiting: "
         "expert group of rank 2 (ranks 2, 3): all_to_all_v of 64 floats out, 64 in over 2 ranks\n");
 }
