@@ -30,6 +30,27 @@ bool spans_one_domain(const ClusterSpec& cluster, int first, int stride, int siz
 /// layer: in F and in R (re-running the forward) dispatch + combine, in B their two gradients.
 /// Each rank sends the routed copies of its tokens, (E−1)/E of them to other ranks, scaled by the
 /// estimator's load imbalance (the most loaded rank sets the pace), on the expert group's link.
+/// The parameters one rank holds of model layer `layer` at tensor-parallel size `tp` and expert-
+/// parallel size `ep`: its dense ones (the costs' per-TP-rank count, less the routed experts) and
+/// its 1/ep of the routed experts.
+struct HeldParams {
+  std::int64_t dense = 0;
+  std::int64_t expert = 0;
+};
+
+HeldParams held_params(const ModelSpec& model, const CostProfile& costs, std::size_t layer, int tp, int ep) {
+  if (layer >= costs.layers.size())
+    fail("layer {} is outside the costs' {} layers", layer, costs.layers.size());
+  // The costs hold the layer's parameters per TP rank, routed experts included at EP 1.
+  const std::int64_t held = costs.layers[layer].params;
+  const LayerCounts counts = layer_counts(model, layer, 1, 1);
+  if (counts.routed_expert_params == 0) return {held, 0};
+  const std::int64_t expert_tp = std::min<std::int64_t>(
+      held, static_cast<std::int64_t>(
+                std::ceil(static_cast<double>(counts.routed_expert_params) / std::max(tp, 1))));
+  return {held - expert_tp, expert_tp / std::max(ep, 1)};
+}
+
 void add_experts(SimInput& in, const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
                  const CostProfile& costs) {
   const int tp = std::max(plan.tp, 1), dp = std::max(plan.dp, 1), ep = std::max(plan.ep, 1);
@@ -95,7 +116,7 @@ void add_data_parallel_tail(SimInput& in, const Plan& plan, const ModelSpec& mod
     };
     // The same rings with their bandwidth terms removed.
     const auto latency = [](double bytes, int n, const LinkSpec& l, int phases) {
-      return bytes > 0 && n > 1 ? phases * (n - 1) * us_to_ms(l.latency_us) : 0.0;
+      return ring_latency_ms(bytes, n, l.latency_us, phases);
     };
     const int phases = zero ? 1 : 2;  // reduce-scatter, or all-reduce = reduce-scatter + all-gather
     in.grad_sync_ms[s] = ring(4 * dense, dp, data, phases) + ring(4 * expert, dp / ep, expert_data, phases);
@@ -236,10 +257,23 @@ double optimizer_step_bytes(DType dtype) {
   return read + write;
 }
 
+namespace {
+
+/// One ring phase over `ranks` pays ranks − 1 latencies.
+double phase_latency_ms(int ranks, double latency_us) { return (ranks - 1) * us_to_ms(latency_us); }
+
+}  // namespace
+
 double ring_collective_ms(double bytes, int ranks, double bandwidth_gbs, double latency_us, int phases) {
   if (ranks <= 1 || bytes <= 0) return 0;
   const double n = ranks;
-  return phases * ((n - 1) / n * bytes / gbs_to_bytes_per_ms(bandwidth_gbs) + (n - 1) * us_to_ms(latency_us));
+  return phases *
+         ((n - 1) / n * bytes / gbs_to_bytes_per_ms(bandwidth_gbs) + phase_latency_ms(ranks, latency_us));
+}
+
+double ring_latency_ms(double bytes, int ranks, double latency_us, int phases) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  return phases * phase_latency_ms(ranks, latency_us);
 }
 
 std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<Stage>& stages) {
@@ -269,19 +303,6 @@ std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<S
         st.first_layer > 0 ? costs.layers[static_cast<std::size_t>(st.first_layer - 1)].output_bytes : 0;
   }
   return out;
-}
-
-HeldParams held_params(const ModelSpec& model, const CostProfile& costs, std::size_t layer, int tp, int ep) {
-  if (layer >= costs.layers.size())
-    fail("layer {} is outside the costs' {} layers", layer, costs.layers.size());
-  // The costs hold the layer's parameters per TP rank, routed experts included at EP 1.
-  const std::int64_t held = costs.layers[layer].params;
-  const LayerCounts counts = layer_counts(model, layer, 1, 1);
-  if (counts.routed_expert_params == 0) return {held, 0};
-  const std::int64_t expert_tp = std::min<std::int64_t>(
-      held, static_cast<std::int64_t>(
-                std::ceil(static_cast<double>(counts.routed_expert_params) / std::max(tp, 1))));
-  return {held - expert_tp, expert_tp / std::max(ep, 1)};
 }
 
 std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,

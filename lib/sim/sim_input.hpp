@@ -105,20 +105,12 @@ struct SimInput {
 /// is both. 0 for one rank.
 [[nodiscard]] double ring_collective_ms(double bytes, int ranks, double bandwidth_gbs, double latency_us,
                                         int phases);
+/// The latency part of ring_collective_ms: phases × (n−1) latencies (0 when it moves nothing).
+[[nodiscard]] double ring_latency_ms(double bytes, int ranks, double latency_us, int phases);
 
 /// Sums the layers of each stage. Throws octo::Error when a stage's layer range is outside the
 /// profile.
 [[nodiscard]] std::vector<StageCost> stage_costs(const CostProfile& costs, const std::vector<Stage>& stages);
-
-/// The parameters one rank holds of model layer `layer` at tensor-parallel size `tp` and expert-
-/// parallel size `ep`: its dense ones (the costs' per-TP-rank count, less the routed experts) and
-/// its 1/ep of the routed experts. Throws octo::Error when the costs lack the layer.
-struct HeldParams {
-  std::int64_t dense = 0;
-  std::int64_t expert = 0;
-};
-[[nodiscard]] HeldParams held_params(const ModelSpec& model, const CostProfile& costs, std::size_t layer,
-                                     int tp, int ep);
 
 /// Static memory per device: Σ over the device's stages of params × bytes_per_param.
 [[nodiscard]] std::vector<std::int64_t> static_bytes_per_device(const std::vector<StageCost>& costs,

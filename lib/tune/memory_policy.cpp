@@ -5,32 +5,27 @@
 #include <algorithm>
 
 #include "core/units.hpp"
+#include "plan/plan.hpp"
 #include "sim/sim_input.hpp"
 #include "tune/baselines.hpp"
 
 namespace octo {
-namespace {
-
-double static_bytes_per_device(const PlannerInputs& in) {
-  // What the ranks of one pipeline device hold in all, over the devices (sim/sim_input.hpp's
-  // memory model: routed experts split over the expert group, each kind with its optimizer shards).
-  const ClusterSpec& c = in.cluster;
-  double dense = 0, expert = 0;
-  for (std::size_t l = 0; l < in.costs.layers.size(); ++l) {
-    const HeldParams held = held_params(in.model, in.costs, l, c.tp, c.ep);
-    dense += static_cast<double>(held.dense);
-    expert += static_cast<double>(held.expert);
-  }
-  const DType dtype = in.model.training.dtype;
-  return (dense * param_state_bytes(dtype, optimizer_shards(c.zero, c.dp, c.ep, false)) +
-          expert * param_state_bytes(dtype, optimizer_shards(c.zero, c.dp, c.ep, true))) /
-         std::max(in.pp, 1);
+double balanced_static_bytes(const PlannerInputs& inputs) {
+  Plan p;
+  p.devices = 1;
+  p.tp = inputs.cluster.tp;
+  p.dp = inputs.cluster.dp;
+  p.ep = inputs.cluster.ep;
+  p.zero = inputs.cluster.zero;
+  p.micro_batch = inputs.model.training.micro_batch;
+  p.seq = inputs.model.seq_len;
+  p.stages = {Stage{0, static_cast<std::int32_t>(inputs.model.layers.size()), 0, false}};
+  const SimInput in = make_sim_input(p, inputs);
+  return static_cast<double>(in.static_bytes[0]) / std::max(inputs.pp, 1);
 }
 
-}  // namespace
-
 bool static_memory_can_fit(const PlannerInputs& in) {
-  return in.memory_limit_bytes <= 0 || static_bytes_per_device(in) <= in.memory_limit_bytes;
+  return in.memory_limit_bytes <= 0 || balanced_static_bytes(in) <= in.memory_limit_bytes;
 }
 
 SearchLimit limit_when_static_exceeds(const PlannerInputs& in, const BaselineRun* fastest) {
@@ -41,8 +36,8 @@ SearchLimit limit_when_static_exceeds(const PlannerInputs& in, const BaselineRun
       "least "
       "{} per device on {} devices; the search kept every plan within {}, the peak of the fastest baseline "
       "{}",
-      human_bytes(in.memory_limit_bytes), human_bytes(static_bytes_per_device(in)), in.pp,
-      human_bytes(l.bytes), fastest ? fastest->method : std::string("(none)"));
+      human_bytes(in.memory_limit_bytes), human_bytes(balanced_static_bytes(in)), in.pp, human_bytes(l.bytes),
+      fastest ? fastest->method : std::string("(none)"));
   return l;
 }
 

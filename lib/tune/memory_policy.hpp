@@ -17,8 +17,13 @@ struct SearchLimit {
   std::string note;  ///< why it is not the user's limit (empty when it is)
 };
 
-/// Σ params × bytes per parameter over the model, over the devices: no partition can put less on
-/// its busiest device. Some plan can fit when this is within the limit.
+/// Static bytes of parameter state (weights, gradients, optimizer state) per pipeline device when the
+/// model's layers are spread perfectly evenly over the PP devices, by the simulator's memory model
+/// (routed experts split over the expert group, each kind with its ZeRO shards): no partition puts
+/// less on its busiest device.
+[[nodiscard]] double balanced_static_bytes(const PlannerInputs& inputs);
+
+/// Some plan can fit: balanced_static_bytes is within the limit (or there is none).
 [[nodiscard]] bool static_memory_can_fit(const PlannerInputs& inputs);
 
 /// The limit when the static memory alone exceeds the user's.

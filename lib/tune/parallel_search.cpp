@@ -32,10 +32,6 @@ std::vector<int> divisors(int n) {
 /// The largest micro-batch size tried: beyond it activations grow while the bubble no longer shrinks.
 constexpr int kMaxMicroBatch = 8;
 
-int global_batch_of(const ModelSpec& model, const ClusterSpec& cluster) {
-  return search_global_batch(model, cluster).sequences;
-}
-
 /// Static bytes per pipeline device from the model's own counts (no costs needed): dense
 /// parameters / T, routed experts / (E·T), at the contract's bytes per parameter, spread evenly
 /// over PP. Never more than any partition's busiest device needs (the costs round per-rank counts
@@ -293,7 +289,7 @@ std::vector<Factorization> enumerate_factorizations(const ModelSpec& model, cons
   const int world = cluster.world();
   const int layers = static_cast<int>(model.layers.size());
   const int experts = routed_experts(model);
-  const int global = global_batch_of(model, cluster);
+  const int global = search_global_batch(model, cluster).sequences;
   std::vector<Factorization> out;
   for (int tp : divisors(std::min(cluster.nvlink_domain_size(), world))) {
     if (world % tp != 0) continue;
@@ -340,20 +336,6 @@ PlannerInputs apply_factorization(const PlannerInputs& base, const Factorization
   return in;
 }
 
-double balanced_static_bytes(const PlannerInputs& inputs) {
-  Plan p;
-  p.devices = 1;
-  p.tp = inputs.cluster.tp;
-  p.dp = inputs.cluster.dp;
-  p.ep = inputs.cluster.ep;
-  p.zero = inputs.cluster.zero;
-  p.micro_batch = inputs.model.training.micro_batch;
-  p.seq = inputs.model.seq_len;
-  p.stages = {Stage{0, static_cast<std::int32_t>(inputs.model.layers.size()), 0, false}};
-  const SimInput in = make_sim_input(p, inputs);
-  return static_cast<double>(in.static_bytes[0]) / std::max(inputs.pp, 1);
-}
-
 CommShares comm_shares(const PlannerInputs& inputs, const Plan& plan, const SimResult& sim) {
   CommShares s;
   if (!(sim.makespan_ms > 0)) return s;
@@ -373,8 +355,8 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
         "--search-parallel: no factorization of the {} devices of cluster {} suits model {} (global batch "
         "{}, {} "
         "layers)",
-        base.cluster.world(), base.cluster.name, base.model.name, global_batch_of(base.model, base.cluster),
-        base.model.layers.size());
+        base.cluster.world(), base.cluster.name, base.model.name,
+        search_global_batch(base.model, base.cluster).sequences, base.model.layers.size());
   const double limit =
       base.memory_limit_bytes > 0 ? base.memory_limit_bytes : device_memory_bytes(base.cluster);
   const auto started = std::chrono::steady_clock::now();

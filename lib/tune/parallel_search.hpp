@@ -119,10 +119,6 @@ struct ParallelSearchResult {
 /// estimated at its TP (base's costs must be estimated: measured costs fix one shape).
 [[nodiscard]] PlannerInputs apply_factorization(const PlannerInputs& base, const Factorization& f);
 
-/// Static bytes of parameter state per pipeline device when the model's layers are spread
-/// perfectly evenly over the PP devices: no partition needs less on its busiest device.
-[[nodiscard]] double balanced_static_bytes(const PlannerInputs& inputs);
-
 /// The search (see the top of this file). Throws octo::Error when the model or the cluster
 /// admits no factorization at all.
 [[nodiscard]] ParallelSearchResult search_parallel(const PlannerInputs& base,
