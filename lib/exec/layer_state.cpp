@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
 
 #include "core/error.hpp"
 #include "exec/canonical.hpp"
@@ -14,12 +13,6 @@ namespace octo::exec {
 
 std::string exp_avg_name(const std::string& name) { return name + ".exp_avg"; }
 std::string exp_avg_sq_name(const std::string& name) { return name + ".exp_avg_sq"; }
-
-nn::Layer& RuntimeLayerStates::layer(std::size_t index) {
-  for (nn::Layer* l : runtime_.layers())
-    if (l->index() == index) return *l;
-  fail("[rank {}] layer {} is not on this rank", runtime_.rank(), index);
-}
 
 std::vector<std::size_t> RuntimeLayerStates::layers_to_write() {
   // Data-parallel rank 0 (so expert rank 0) and tensor rank 0: the first member of a tensor x expert
@@ -98,38 +91,36 @@ CanonicalLayer RuntimeLayerStates::export_layer(std::size_t index) {
 
 void RuntimeLayerStates::import_layer(const CanonicalLayer& state, const std::string& source) {
   const std::vector<nn::Layer*> here = runtime_.layers();
-  if (std::none_of(here.begin(), here.end(), [&](const nn::Layer* l) { return l->index() == state.index; })) {
+  const auto at =
+      std::find_if(here.begin(), here.end(), [&](const nn::Layer* l) { return l->index() == state.index; });
+  if (at == here.end()) {
     // Not a layer of this rank: the original of a tied copy here (layers_to_read()), kept until
     // the copy's layer is imported.
     originals_[state.index] = {state, source};
     return;
   }
-  nn::Layer& l = layer(state.index);
+  nn::Layer& l = **at;
   nn::ParamSet& ps = l.params();
   const Plan& plan = runtime_.plan().plan;
-  std::map<std::string, const CanonicalTensor*> by_name;
-  for (const CanonicalTensor& t : state.tensors) by_name[t.name] = &t;
   std::vector<std::vector<float>> values, first, second;
   std::size_t used = 0;
   const auto take = [&](const std::string& name, const nn::ParamInfo& p,
                         std::vector<std::vector<float>>& into) {
     // A tied copy: from its original's layer, under the same name.
-    const auto original =
-        p.copy_of ? originals_.find(static_cast<std::size_t>(p.copy_of->layer)) : originals_.end();
-    if (p.copy_of && original == originals_.end())
-      fail("{}: layer {} '{}' holds a copy of layer {}'s '{}', which was not read", source, state.index,
-           l.label(), p.copy_of->layer, p.name);
-    const CanonicalLayer& from = p.copy_of ? original->second.first : state;
-    const std::string& from_source = p.copy_of ? original->second.second : source;
-    const CanonicalTensor* found = nullptr;
+    const CanonicalLayer* from = &state;
+    const std::string* from_source = &source;
     if (p.copy_of) {
-      for (const CanonicalTensor& t : from.tensors)
-        if (t.name == name) found = &t;
-    } else if (const auto it = by_name.find(name); it != by_name.end()) {
-      found = it->second;
+      const auto original = originals_.find(static_cast<std::size_t>(p.copy_of->layer));
+      if (original == originals_.end())
+        fail("{}: layer {} '{}' holds a copy of layer {}'s '{}', which was not read", source, state.index,
+             l.label(), p.copy_of->layer, p.name);
+      from = &original->second.first;
+      from_source = &original->second.second;
     }
-    if (!found)
-      fail("{}: tensor '{}' is missing (layer {} '{}' has it)", from_source, name, from.index, l.label());
+    const auto found = std::find_if(from->tensors.begin(), from->tensors.end(),
+                                    [&](const CanonicalTensor& t) { return t.name == name; });
+    if (found == from->tensors.end())
+      fail("{}: tensor '{}' is missing (layer {} '{}' has it)", *from_source, name, from->index, l.label());
     const CanonicalTensor& t = *found;
     const std::vector<std::int64_t> shape = nn::full_shape(p, plan.ep);
     if (t.shape != shape)

@@ -77,7 +77,6 @@ class RuntimeLayerStates final : public LayerStateIo {
   void set_optimizer_steps(std::int64_t steps) override;
 
  private:
-  [[nodiscard]] nn::Layer& layer(std::size_t index);
   /// The first (or second) moment of every parameter of `l` in its flat layout (ZeRO-1 shards
   /// gathered: collective over the data groups).
   [[nodiscard]] std::vector<float> whole_moment(nn::Layer& l, bool second);

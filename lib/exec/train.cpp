@@ -44,10 +44,11 @@ struct Setup {
   LoopOptions loop;
 };
 
-/// The training data and, with --val-data or --val-split, the validation data; both checked
-/// against the model's vocabulary and sequence length now, not mid-step.
-void load_data(Setup& s, const TrainOptions& o) {
-  nn::TokenData all = nn::TokenData::load(o.data_path.empty() ? default_data_path() : o.data_path);
+/// The training data (`data_path`: --data, or the default corpus) and, with --val-data or
+/// --val-split, the validation data; both checked against the model's vocabulary and sequence
+/// length now, not mid-step.
+void load_data(Setup& s, const TrainOptions& o, const std::string& data_path) {
+  nn::TokenData all = nn::TokenData::load(data_path);
   if (!o.val_data_path.empty() && o.val_split > 0)
     fail_usage("--val-data {} and --val-split {:g}: give one of them", o.val_data_path, o.val_split);
   if (!o.val_data_path.empty()) {
@@ -169,8 +170,9 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   if (!(o.lr > 0) || !std::isfinite(o.lr)) fail_usage("--lr {}: expected a positive learning rate", o.lr);
   if (!(o.timeout_s > 0)) fail_usage("--timeout {}: expected a positive number of seconds", o.timeout_s);
   // Inputs: the plan, every file of the training and validation data, the checkpoint being loaded.
+  const std::string data_path = o.data_path.empty() ? default_data_path() : o.data_path;
   std::vector<std::string> inputs{o.plan_path, o.loop.load_path};
-  for (const std::string& data : {o.data_path.empty() ? default_data_path() : o.data_path, o.val_data_path})
+  for (const std::string& data : {data_path, o.val_data_path})
     if (!data.empty())
       for (std::string& f : nn::token_files(data)) inputs.push_back(std::move(f));
   check_output_paths(
@@ -185,7 +187,7 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   s.plan = load_exec_plan(o.plan_path, world.size());
   check_run_memory(o, s.plan, world.size());
   check_rank_memory(o, s.plan, world.rank());
-  load_data(s, o);
+  load_data(s, o, data_path);
   return s;
 }
 

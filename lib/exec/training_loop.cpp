@@ -205,14 +205,13 @@ StepOutcome TrainingLoop::finish(std::int64_t step, const StepStats& stats, cons
       metrics_->write(m);
     }
   }
-  const bool save_now = !options_.save_dir.empty() &&
-                        ((options_.save_every > 0 && (step + 1) % options_.save_every == 0) || last(step));
-  if (save_now) out.saved = save(step, update.lr);
+  if (save_due(step)) out.saved = save(step, update.lr);
   return out;
 }
 
 std::string TrainingLoop::save_before(std::int64_t step) {
-  if (options_.save_dir.empty() || step <= first_step_ || saved_through_ == step - 1) return {};
+  // Step − 1 was trained here (not loaded) and finish() did not save it already.
+  if (options_.save_dir.empty() || step <= first_step_ || save_due(step - 1)) return {};
   return save(step - 1, options_.schedule.at(step - 1));
 }
 
@@ -240,10 +239,7 @@ std::string TrainingLoop::save(std::int64_t step, double lr) {
   SaveFault fault;
   fault.kill_after_files =
       context_.fault.at_save && context_.fault.rank == world_.rank() && context_.fault.step == step;
-  std::string folder =
-      save_checkpoint(options_.save_dir, std::move(m), states_, world_, options_.keep, fault);
-  saved_through_ = step;
-  return folder;
+  return save_checkpoint(options_.save_dir, std::move(m), states_, world_, options_.keep, fault);
 }
 
 }  // namespace octo::exec

@@ -109,9 +109,13 @@ class TrainingLoop {
 
  private:
   [[nodiscard]] bool last(std::int64_t step) const { return step + 1 == context_.steps; }
+  /// finish(step) writes a checkpoint: with --save, every --save-every steps and after the last.
+  [[nodiscard]] bool save_due(std::int64_t step) const {
+    return !options_.save_dir.empty() &&
+           ((options_.save_every > 0 && (step + 1) % options_.save_every == 0) || last(step));
+  }
   double validate();
   std::string save(std::int64_t step, double lr);
-  std::int64_t saved_through_ = -1;  ///< the last step whose checkpoint this run wrote
 
   Runtime& runtime_;
   Comm& world_;
