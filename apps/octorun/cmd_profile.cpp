@@ -16,8 +16,6 @@
 #include "common/cli.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "core/system.hpp"
-#include "core/units.hpp"
 #include "cost/profile_io.hpp"
 #include "exec/agree.hpp"
 #include "exec/profiler.hpp"
@@ -38,31 +36,6 @@ struct ProfileArgs {
   std::string statistic = "median";
 };
 
-/// Refuses (exit 6) a model this rank cannot hold: the profile builds every layer, fp32 weights and
-/// gradients, and runs two micro-batches through all of them at once; this counts only that much
-/// (the model's activation bytes at its dtype), so it never refuses what would fit.
-void check_profile_memory(const octo::ModelSpec& model, const octo::exec::ProfileOptions& o) {
-  const std::int64_t physical = octo::physical_memory_bytes();
-  if (physical <= 0) return;
-  const int batch = o.micro_batch > 0 ? o.micro_batch : model.training.micro_batch;
-  const std::int64_t seq = o.seq > 0 ? o.seq : model.seq_len;
-  double activations = 0;
-  for (std::size_t l = 0; l < model.layers.size(); ++l)
-    activations += static_cast<double>(octo::layer_counts(model, l, batch, seq).activation_bytes);
-  const double weights = 8.0 * static_cast<double>(octo::total_params(model));
-  const double need = weights + 2 * activations;
-  if (need <= static_cast<double>(physical)) return;
-  throw octo::Error(
-      fmt::format("model {}: profiling it needs at least {} on this rank ({} of fp32 weights and "
-                  "gradients, {} of activations for two micro-batches of {} x {} tokens), more "
-                  "than this machine's {}; profile a smaller shape (--micro-batch, --seq) or a "
-                  "model with fewer layers",
-                  model.name, octo::human_bytes(need), octo::human_bytes(weights),
-                  octo::human_bytes(2 * activations), batch, seq,
-                  octo::human_bytes(static_cast<double>(physical))),
-      octo::ErrorKind::TooLarge);
-}
-
 int run(ProfileArgs& a, octo::exec::Comm& world) {
   a.options.recompute = !a.no_recompute;
   a.options.link = !a.no_link;
@@ -77,18 +50,18 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   std::string error;
   octo::ErrorKind kind = octo::ErrorKind::Runtime;
   try {
+    const std::string data_path = a.data.empty() ? octo::exec::default_data_path() : a.data;
     std::vector<std::string> inputs{a.model};
-    for (std::string& f : octo::nn::token_files(a.data.empty() ? octo::exec::default_data_path() : a.data))
-      inputs.push_back(std::move(f));
+    for (std::string& f : octo::nn::token_files(data_path)) inputs.push_back(std::move(f));
     octo::check_output_paths({{"-o", a.output}}, inputs);
     model.emplace(octo::load_model(a.model));
-    check_profile_memory(*model, a.options);
-    data.emplace(octo::nn::TextData::load(a.data.empty() ? octo::exec::default_data_path() : a.data));
+    const octo::ModelSpec shaped = octo::exec::profiled_model(*model, a.options);
+    octo::exec::check_profile_memory(shaped);
+    data.emplace(octo::nn::TextData::load(data_path));
     // As for training: the tokens fit the vocabulary and one micro-batch, checked now (naming the
     // file), not in the middle of the measurement.
-    data->check_vocabulary(model->vocab);
-    (void)data->sequences(0, a.options.micro_batch > 0 ? a.options.micro_batch : model->training.micro_batch,
-                          static_cast<int>(a.options.seq > 0 ? a.options.seq : model->seq_len));
+    data->check_vocabulary(shaped.vocab);
+    (void)data->sequences(0, shaped.training.micro_batch, static_cast<int>(shaped.seq_len));
     a.options.data = &*data;
     device.emplace(octo::backends::registry().get(a.options.backend).open({}));
     a.options.hardware = device->description();

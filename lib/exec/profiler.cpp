@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "core/system.hpp"
 #include "core/units.hpp"
 #include "exec/runtime.hpp"
 #include "nn/data.hpp"
@@ -504,15 +505,40 @@ std::string describe_device(const nn::Device& device, const std::string& hardwar
 
 }  // namespace
 
+ModelSpec profiled_model(const ModelSpec& model, const ProfileOptions& options) {
+  ModelSpec out = model;
+  if (options.micro_batch > 0) out.training.micro_batch = options.micro_batch;
+  if (options.seq > 0) out.seq_len = options.seq;
+  return out;
+}
+
+void check_profile_memory(const ModelSpec& shaped) {
+  const std::int64_t physical = physical_memory_bytes();
+  if (physical <= 0) return;
+  const int batch = shaped.training.micro_batch;
+  const std::int64_t seq = shaped.seq_len;
+  double activations = 0;
+  for (std::size_t l = 0; l < shaped.layers.size(); ++l)
+    activations += static_cast<double>(layer_counts(shaped, l, batch, seq).activation_bytes);
+  const double weights = 8.0 * static_cast<double>(total_params(shaped));
+  const double need = weights + 2 * activations;
+  if (need <= static_cast<double>(physical)) return;
+  throw Error(fmt::format("model {}: profiling it needs at least {} on this rank ({} of fp32 weights and "
+                          "gradients, {} of activations for two micro-batches of {} x {} tokens), more than "
+                          "this machine's {}; profile a smaller shape (--micro-batch, --seq) or a model with "
+                          "fewer layers",
+                          shaped.name, human_bytes(need), human_bytes(weights), human_bytes(2 * activations),
+                          batch, seq, human_bytes(static_cast<double>(physical))),
+              ErrorKind::TooLarge);
+}
+
 ProfileResult profile_model(const ModelSpec& spec, nn::Device& device, Comm& world, const ProfileOptions& o,
                             const ProgressFn& progress, Comm* transport) {
   Comm& comm = transport ? *transport : world;
   const auto start = Clock::now();
   if (o.reps < 1) fail("profile: --reps {}: expected at least one measured repetition", o.reps);
   if (o.warmup < 0) fail("profile: --warmup {}: expected zero or more warm-up repetitions", o.warmup);
-  ModelSpec model = spec;
-  if (o.micro_batch > 0) model.training.micro_batch = o.micro_batch;
-  if (o.seq > 0) model.seq_len = o.seq;
+  const ModelSpec model = profiled_model(spec, o);
   const int batch = model.training.micro_batch;
   const std::int64_t seq64 = model.seq_len;
   if (batch < 1 || seq64 < 1 || seq64 > (1 << 24))

@@ -141,6 +141,15 @@ using ProgressFn = std::function<void(const std::string& line)>;
 /// per-op overhead are measured through it. All ranks return the same result. Throws
 /// octo::Error for a model the layers cannot build, bad options, or a layer whose memory does
 /// not balance.
+/// `model` at the shape the profile measures: --micro-batch and --seq (`options`) over its own.
+[[nodiscard]] ModelSpec profiled_model(const ModelSpec& model, const ProfileOptions& options);
+
+/// Throws octo::Error (kind TooLarge, exit 6) when this rank cannot hold what a profile of
+/// `shaped` (profiled_model) holds at once: every layer's fp32 weights and gradients and two
+/// micro-batches of activations. It counts only that much (the model's activation bytes at its
+/// dtype), so it never refuses what would fit. Local; before any layer is built.
+void check_profile_memory(const ModelSpec& shaped);
+
 [[nodiscard]] ProfileResult profile_model(const ModelSpec& model, nn::Device& device, Comm& world,
                                           const ProfileOptions& options, const ProgressFn& progress = {},
                                           Comm* transport = nullptr);
