@@ -64,6 +64,9 @@ int run(const BaselineArgs& a) {
   options.schedule = a.schedule;
   options.partition = octo::parse_partition_kind(a.partition);
   options.chunks = a.chunks;
+  if (a.chunks > 0)
+    if (const auto problem = octo::chunks_problem(a.schedule, a.chunks))
+      octo::fail_usage("command line: --chunks: {}", *problem);
   octo::check_output_paths({{"-o", a.output}, {"--trace", a.trace}, {"--report", a.report}},
                            {a.inputs.model_path, a.inputs.cluster_path, a.inputs.costs_path});
 

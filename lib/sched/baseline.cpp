@@ -30,6 +30,23 @@ std::string method_name(const BaselineOptions& options) {
   return fmt::format("{}-{}", options.schedule, to_string(options.partition));
 }
 
+std::optional<std::string> chunks_problem(std::string_view schedule, int chunks) {
+  switch (get_schedule(schedule).placement()) {
+    case Placement::Sequential:
+      if (chunks != 1)
+        return fmt::format("{} runs one stage per device (got --chunks {}; interleaved and zb-v run more)",
+                           schedule, chunks);
+      break;
+    case Placement::VShape:
+      if (chunks != 2)
+        return fmt::format("{} runs exactly two stages per device (got --chunks {})", schedule, chunks);
+      break;
+    case Placement::Interleaved:
+      break;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 [[noreturn]] void cannot_run(const BaselineOptions& o, const std::string& why) {
@@ -49,21 +66,7 @@ Resolved resolve(const PlannerInputs& in, const BaselineOptions& o) {
   r.v = o.chunks > 0 ? o.chunks : r.schedule->default_chunks();
   if (r.p < 1) fail("{}: {} pipeline devices (expected at least 1)", method_name(o), r.p);
   if (r.m < 1) fail("{}: {} micro-batches (expected at least 1)", method_name(o), r.m);
-  switch (r.schedule->placement()) {
-    case Placement::Sequential:
-      if (r.v != 1)
-        cannot_run(
-            o, fmt::format("{} runs one stage per device (got --chunks {}; interleaved and zb-v run more)",
-                           o.schedule, r.v));
-      break;
-    case Placement::VShape:
-      if (r.v != 2)
-        cannot_run(o,
-                   fmt::format("{} runs exactly two stages per device (got --chunks {})", o.schedule, r.v));
-      break;
-    case Placement::Interleaved:
-      break;
-  }
+  if (const auto problem = chunks_problem(o.schedule, r.v)) cannot_run(o, *problem);
   return r;
 }
 

@@ -32,6 +32,11 @@ struct BaselineOptions {
   int microbatches = 0;  ///< 0: inputs.microbatches
 };
 
+/// Why `schedule` cannot run `chunks` stages per device ("1f1b runs one stage per device (got
+/// --chunks 3; interleaved and zb-v run more)"), or nothing when it can. build_baseline refuses such
+/// options with it; `octoplan baseline` reports it as a usage error, since the user chose both.
+[[nodiscard]] std::optional<std::string> chunks_problem(std::string_view schedule, int chunks);
+
 /// "<schedule>-<partition>", e.g. "interleaved-uniform", "zb-v-balanced".
 [[nodiscard]] std::string method_name(const BaselineOptions& options);
 

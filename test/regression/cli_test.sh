@@ -68,6 +68,17 @@ PY
   expect_fail "interleaved needs m multiple of p" "interleaved" "$octoplan" baseline profiles/models/tiny-hybrid.yaml \
     --cluster profiles/clusters/cpu-local.yaml --schedule interleaved --pp 2 --microbatches 3 -o "$work/keep.json"
   expect_fail "unknown schedule" "gpipe" "$octoplan" baseline profiles/models/tiny-hybrid.yaml --schedule nope -o "$work/keep.json"
+  # --chunks that the chosen schedule cannot run is a usage error (exit 2), the user chose both.
+  for sc in "1f1b 3" "zb-v 3" "gpipe 2"; do
+    set -- $sc
+    expect_fail "--chunks $2 with $1" "command line: --chunks: $1 runs" "$octoplan" baseline \
+      profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml --schedule "$1" --chunks "$2" \
+      --pp 2 --microbatches 4 -o "$work/keep.json"
+    "$octoplan" baseline profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml \
+      --schedule "$1" --chunks "$2" --pp 2 --microbatches 4 -o "$work/keep.json" >/dev/null 2>&1
+    rc=$?
+    [[ $rc -eq 2 ]] || fail "--chunks $2 with $1: exit $rc (expected 2, usage)"
+  done
   [[ $(cat "$work/keep.json") == "keep me" ]] || fail "existing plan was modified on error"
   ;;
 deadlock-check)
