@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -20,8 +21,9 @@ namespace {
 /// Refuses a key an object already has (JSON leaves duplicates undefined and nlohmann keeps the
 /// last, so `"microbatches": "garbage", "microbatches": 4` would pass unseen), naming its line and
 /// column. `text` has parsed, so the scan is simple: strings, nesting, colons. Keys are compared as
-/// written (an escaped spelling of the same key is not caught). Per open object its keys so far:
-/// a short list (objects of plans are small), a hash set past 16 keys.
+/// JSON reads them: a key written with escapes (`"micro\u0062atches"`) is decoded first, as the
+/// parser does, so it cannot pass as a second key. Per open object its keys so far: a short list
+/// (objects of plans are small), a hash set past 16 keys.
 void refuse_duplicate_keys(std::string_view text, const std::string& source) {
   struct Open {
     bool object = false;
@@ -29,7 +31,8 @@ void refuse_duplicate_keys(std::string_view text, const std::string& source) {
     std::unordered_set<std::string_view> many;
   };
   std::vector<Open> stack;
-  std::size_t depth = 0;  // open objects and arrays; stack[0 .. depth) in use
+  std::deque<std::string> decoded;  // the keys written with escapes, as read (stable for the views)
+  std::size_t depth = 0;            // open objects and arrays; stack[0 .. depth) in use
   int line = 1;
   std::size_t line_start = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -55,13 +58,18 @@ void refuse_duplicate_keys(std::string_view text, const std::string& source) {
         ++k;
       if (depth > 0 && stack[depth - 1].object && k < text.size() && text[k] == ':') {
         Open& o = stack[depth - 1];
+        std::string_view key = token;
+        if (token.find('\\') != std::string_view::npos) {
+          decoded.push_back(json::parse("\"" + std::string(token) + "\"").get<std::string>());
+          key = decoded.back();
+        }
         bool seen = false;
         if (o.many.empty()) {
-          seen = std::find(o.keys.begin(), o.keys.end(), token) != o.keys.end();
-          if (!seen) o.keys.push_back(token);
+          seen = std::find(o.keys.begin(), o.keys.end(), key) != o.keys.end();
+          if (!seen) o.keys.push_back(key);
           if (o.keys.size() > 16) o.many.insert(o.keys.begin(), o.keys.end());
         } else {
-          seen = !o.many.insert(token).second;
+          seen = !o.many.insert(key).second;
         }
         if (seen)
           throw InputError(SourceLocation{source, line, static_cast<int>(i - line_start) + 1},

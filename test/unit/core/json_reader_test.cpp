@@ -60,6 +60,15 @@ TEST_CASE("a key twice in one object is an error at its second occurrence", "[js
   CHECK_THROWS_WITH(parse_json(many + ", \"k33\": 0}", "p.json"), Catch::Contains("k33: duplicate key"));
   CHECK_THROWS_WITH(parse_json(R"([{"x": 1}, {"y": {"z": 1, "z": 2}}])", "p.json"),
                     Catch::Contains("p.json:1:27: z: duplicate key"));
+  // An escaped spelling is the same key once read: "m\u0062" is "mb", "\/" is "/" (nlohmann keeps
+  // the last, so it would silently replace the first); both orders, and past 16 keys.
+  CHECK_THROWS_WITH(parse_json(R"({"mb": "garbage", "m\u0062": 4})", "p.json"),
+                    Catch::Contains(R"(p.json:1:19: m\u0062: duplicate key)"));
+  CHECK_THROWS_WITH(parse_json(R"({"a\/b": 1, "a/b": 2})", "p.json"), Catch::Contains("duplicate key"));
+  CHECK_THROWS_WITH(parse_json(many + R"(, "k\u0033\u0033": 0})", "p.json"),
+                    Catch::Contains("duplicate key"));
+  // Distinct keys that differ only in escapes of distinct characters stay distinct.
+  CHECK_NOTHROW(parse_json(R"({"\u00e9": 1, "\u00e8": 2, "\"": 3, "\\": 4})", "p.json"));
 }
 
 TEST_CASE("typed reads name the path, the value and the expectation", "[json]") {
