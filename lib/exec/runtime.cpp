@@ -440,10 +440,7 @@ void Runtime::run_op(StepState& st, std::size_t index) {
   st.stats.busy_ms += us_to_ms(span.duration_us());
 }
 
-std::int64_t Runtime::samples_per_step() const {
-  const Plan& p = plan_.plan;
-  return static_cast<std::int64_t>(p.dp) * p.microbatches * p.micro_batch;
-}
+std::int64_t Runtime::samples_per_step() const { return sequences_per_step(plan_.plan); }
 
 StepStats Runtime::step(std::int64_t index) { return step(index, index * samples_per_step()); }
 

@@ -44,6 +44,20 @@ struct Setup {
   LoopOptions loop;
 };
 
+/// --val-batches K evaluates K global batches of windows drawn from the validation data: more
+/// sequences than the data has distinct windows only draws the same windows again, and a K near
+/// 2^31 would run for days instead of being refused.
+void check_val_batches(int val_batches, const nn::TokenData& validation, const Plan& p) {
+  const std::int64_t per_batch = sequences_per_step(p);
+  const auto windows = static_cast<std::int64_t>(validation.size() - static_cast<std::size_t>(p.seq));
+  const std::int64_t most = std::max<std::int64_t>(1, (windows + per_batch - 1) / per_batch);
+  if (val_batches > most)
+    fail_usage(
+        "--val-batches {}: {} sequences of {} tokens per global batch, but the validation data {} has "
+        "only {} distinct windows (expected at most {})",
+        val_batches, per_batch, p.seq + 1, validation.source(), windows, most);
+}
+
 /// The training data (`data_path`: --data, or the default corpus) and, with --val-data or
 /// --val-split, the validation data; both checked against the model's vocabulary and sequence
 /// length now, not mid-step.
@@ -70,6 +84,7 @@ void load_data(Setup& s, const TrainOptions& o, const std::string& data_path) {
     d->check_vocabulary(s.plan.model.vocab);
     (void)d->sequences(0, p.micro_batch, static_cast<int>(p.seq));  // long enough for one window
   }
+  if (s.validation) check_val_batches(s.loop.val_batches, *s.validation, p);
 }
 
 /// Refuses a run whose recorded figures (every op's span of every step on every rank, gathered on
@@ -270,7 +285,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
   const nn::TokenData& data = *setup->data;
   RuntimeOptions ro;
   ro.seed = o.seed;
-  ro.optimizer.lr = o.lr;
+  ro.optimizer.lr = static_cast<float>(o.lr);
   ro.optimizer.weight_decay = setup->loop.weight_decay;
   ro.fault = o.fault;
   // The transfers' communicator (NCCL for a CUDA device); host-memory collectives stay on `world`.

@@ -81,4 +81,9 @@ struct Plan {
   friend bool operator==(const Plan&, const Plan&) = default;
 };
 
+/// Sequences one training step of the plan takes: its global batch, dp x microbatches x micro_batch.
+[[nodiscard]] inline std::int64_t sequences_per_step(const Plan& p) {
+  return static_cast<std::int64_t>(p.dp) * p.microbatches * p.micro_batch;
+}
+
 }  // namespace octo

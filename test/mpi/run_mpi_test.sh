@@ -137,6 +137,20 @@ cli)
   cat "$dir/huge.log"
   [ "$rc" -eq 6 ] || fail "a plan needing more memory than the machine has exits $rc, not 6"
   grep -q "would need about .* GiB of memory by the plan's prediction" "$dir/huge.log" || fail "no clear message"
+  # More validation batches than the validation data has windows: a usage error at set-up (exit 2),
+  # where --val-batches 2147483647 ran validation passes for days; the most it allows runs.
+  head -c 4000 "$data" >"$dir/val.txt"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --val-data "$dir/val.txt" --val-batches 2147483647 \
+    >"$dir/val.log" 2>&1
+  rc=$?
+  cat "$dir/val.log"
+  [ "$rc" -eq 2 ] || fail "--val-batches beyond the validation windows exits $rc, not 2"
+  most=$(sed -n 's/.*distinct windows (expected at most \([0-9]*\)).*/\1/p' "$dir/val.log" | head -1)
+  [ -n "$most" ] || fail "no clear message for --val-batches"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --val-data "$dir/val.txt" --val-batches "$most" \
+    >"$dir/val-ok.log" 2>&1 || { cat "$dir/val-ok.log"; fail "--val-batches $most (the most allowed) failed"; }
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --val-data "$dir/val.txt" --val-batches $((most + 1)) \
+    >"$dir/val-over.log" 2>&1 && fail "--val-batches $((most + 1)) must be refused"
   echo "ok"
   ;;
 check:*)
