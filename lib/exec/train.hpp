@@ -28,7 +28,7 @@ struct TrainOptions {
   std::string val_data_path;  ///< --val-data: validation tokens
   double val_split = 0;       ///< --val-split: the last fraction of the data held out for validation
   std::uint64_t seed = 1;
-  float lr = 1e-3f;         ///< the peak rate of loop.schedule
+  double lr = 1e-3;         ///< the peak rate of loop.schedule (the optimizer computes in float)
   std::string report_path;  ///< --report: JSON, written by world rank 0
   std::string trace_path;   ///< --trace: Chrome trace of the last step, written by world rank 0
   bool check = false;       ///< compare the first step's gradients with the sequential reference

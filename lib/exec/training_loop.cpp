@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "core/error.hpp"
@@ -43,13 +44,35 @@ json schedule_json(const nn::LrSchedule& s) {
           {"decay_steps", s.decay_steps}};
 }
 
+/// A float setting as the number the user wrote: its shortest decimal that reads back as the same
+/// float (0.1f is recorded as 0.1, not as the double 0.10000000149011612 it widens to).
+double as_written(float x) { return std::strtod(fmt::format("{}", x).c_str(), nullptr); }
+
+/// Whether two recorded settings agree: the same keys, numbers equal at float precision (the
+/// optimizer computes in float; checkpoints written before as_written carry the float widened to a
+/// double, 0.10000000149011612 for 0.1).
+bool same_settings(const json& a, const json& b) {
+  if (!a.is_object() || !b.is_object() || a.size() != b.size()) return a == b;
+  for (const auto& [key, value] : a.items()) {
+    const auto other = b.find(key);
+    if (other == b.end()) return false;
+    if (value.is_number_float() || other->is_number_float()) {
+      if (!value.is_number() || !other->is_number()) return false;
+      if (static_cast<float>(value.get<double>()) != static_cast<float>(other->get<double>())) return false;
+    } else if (value != *other) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// The optimizer's settings as a checkpoint records them (its step count is added by the manifest).
 json optimizer_json(const nn::AdamWConfig& c, double clip_grad) {
   return {{"kind", "adamw"},
-          {"beta1", c.beta1},
-          {"beta2", c.beta2},
-          {"eps", c.eps},
-          {"weight_decay", c.weight_decay},
+          {"beta1", as_written(c.beta1)},
+          {"beta2", as_written(c.beta2)},
+          {"eps", as_written(c.eps)},
+          {"weight_decay", as_written(c.weight_decay)},
           {"clip_grad", clip_grad}};
 }
 
@@ -128,7 +151,7 @@ TrainingLoop::Resumed TrainingLoop::resume() {
     if (then != now_cmp) fmt::print("octorun: re-planned: continuing under {}\n", describe_plan(now));
     json saved_schedule = manifest->lr_schedule;
     saved_schedule.erase("last_lr");
-    if (saved_schedule != schedule_json(options_.schedule))
+    if (!same_settings(saved_schedule, schedule_json(options_.schedule)))
       fmt::print(
           "octorun: note: the learning-rate schedule differs from the checkpoint's ({} now, {} then)\n",
           schedule_json(options_.schedule).dump(), saved_schedule.dump());
@@ -136,7 +159,7 @@ TrainingLoop::Resumed TrainingLoop::resume() {
     json saved_optimizer = manifest->optimizer;
     saved_optimizer.erase("steps");
     const json now_optimizer = optimizer_json(runtime_.optimizer().config(), options_.clip_grad);
-    if (saved_optimizer != now_optimizer)
+    if (!same_settings(saved_optimizer, now_optimizer))
       fmt::print("octorun: note: the optimizer settings differ from the checkpoint's ({} now, {} then)\n",
                  now_optimizer.dump(), saved_optimizer.dump());
     const json& d = manifest->data;

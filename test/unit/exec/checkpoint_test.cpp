@@ -47,7 +47,7 @@ struct Run {
 
 /// Trains `plan` on thread ranks through the TrainingLoop from its first step (0, or the loaded
 /// checkpoint's) to `steps`, as octorun does.
-Run train(const ExecPlan& plan, LoopOptions loop, int steps, float lr = 3e-3f) {
+Run train(const ExecPlan& plan, LoopOptions loop, int steps, double lr = 3e-3) {
   const int n = plan.world_size();
   ThreadWorld world(n);
   std::vector<std::unique_ptr<nn::Device>> devices;
@@ -58,7 +58,7 @@ Run train(const ExecPlan& plan, LoopOptions loop, int steps, float lr = 3e-3f) {
     c.set_timeout(30s);
     nn::Device& device = *devices[static_cast<std::size_t>(c.rank())];
     RuntimeOptions ro;
-    ro.optimizer.lr = lr;
+    ro.optimizer.lr = static_cast<float>(lr);
     Runtime rt(plan, c, device, corpus(), ro);
     TrainingLoop tl(rt, c, device, resolved,
                     {.plan_path = plan.source, .steps = steps, .seed = 1, .train = &corpus()});
@@ -332,6 +332,13 @@ TEST_CASE("checkpoint: the manifest records what resuming needs, and the files c
   CHECK(m.layers == plan.model.layers.size());
   CHECK(m.plan["devices"] == 2);
   CHECK(m.lr_schedule["last_lr"].get<double>() == Approx(3e-3));
+  // Settings as the user wrote them, not the float they are computed in widened to a double
+  // (0.0030000000260770321, 0.10000000149011612, 0.949999988079071).
+  CHECK(m.lr_schedule["lr"].get<double>() == 3e-3);
+  CHECK(m.optimizer["weight_decay"].get<double>() == 0.1);
+  CHECK(m.optimizer["beta1"].get<double>() == 0.9);
+  CHECK(m.optimizer["beta2"].get<double>() == 0.95);
+  CHECK(m.optimizer["eps"].get<double>() == 1e-8);
   REQUIRE(m.files.size() == m.layers);
   for (const auto& f : m.files) {
     const std::string bytes = read_file((fs::path(ckpt) / f.file).string());
