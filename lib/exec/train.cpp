@@ -49,7 +49,7 @@ struct Setup {
 /// 2^31 would run for days instead of being refused.
 void check_val_batches(int val_batches, const nn::TokenData& validation, const Plan& p) {
   const std::int64_t per_batch = sequences_per_step(p);
-  const auto windows = static_cast<std::int64_t>(validation.size() - static_cast<std::size_t>(p.seq));
+  const auto windows = static_cast<std::int64_t>(validation.windows(static_cast<int>(p.seq)));
   const std::int64_t most = std::max<std::int64_t>(1, (windows + per_batch - 1) / per_batch);
   if (val_batches > most)
     fail_usage(

@@ -48,9 +48,8 @@ json schedule_json(const nn::LrSchedule& s) {
 /// float (0.1f is recorded as 0.1, not as the double 0.10000000149011612 it widens to).
 double as_written(float x) { return std::strtod(fmt::format("{}", x).c_str(), nullptr); }
 
-/// Whether two recorded settings agree: the same keys, numbers equal at float precision (the
-/// optimizer computes in float; checkpoints written before as_written carry the float widened to a
-/// double, 0.10000000149011612 for 0.1).
+}  // namespace
+
 bool same_settings(const json& a, const json& b) {
   if (!a.is_object() || !b.is_object() || a.size() != b.size()) return a == b;
   for (const auto& [key, value] : a.items()) {
@@ -65,6 +64,8 @@ bool same_settings(const json& a, const json& b) {
   }
   return true;
 }
+
+namespace {
 
 /// The optimizer's settings as a checkpoint records them (its step count is added by the manifest).
 json optimizer_json(const nn::AdamWConfig& c, double clip_grad) {
@@ -151,10 +152,11 @@ TrainingLoop::Resumed TrainingLoop::resume() {
     if (then != now_cmp) fmt::print("octorun: re-planned: continuing under {}\n", describe_plan(now));
     json saved_schedule = manifest->lr_schedule;
     saved_schedule.erase("last_lr");
-    if (!same_settings(saved_schedule, schedule_json(options_.schedule)))
+    const json now_schedule = schedule_json(options_.schedule);
+    if (!same_settings(saved_schedule, now_schedule))
       fmt::print(
           "octorun: note: the learning-rate schedule differs from the checkpoint's ({} now, {} then)\n",
-          schedule_json(options_.schedule).dump(), saved_schedule.dump());
+          now_schedule.dump(), saved_schedule.dump());
     // The optimizer's settings come from this command line; say so when they are not the saved run's.
     json saved_optimizer = manifest->optimizer;
     saved_optimizer.erase("steps");

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -50,6 +51,12 @@ struct LoopOptions {
 /// --decay-steps says otherwise — and checked: throws octo::Error naming the option out of range
 /// or missing (--save-every and --keep need --save).
 [[nodiscard]] LoopOptions resolve_loop_options(LoopOptions options, double lr, std::int64_t steps);
+
+/// Whether two settings records of a checkpoint manifest (learning-rate schedule, optimizer) agree:
+/// the same keys, integers and strings equal, floating-point numbers equal at float precision (the
+/// optimizer computes in float; manifests written before settings were recorded as written carry
+/// the float widened to a double, 0.10000000149011612 for 0.1). Resuming prints a note otherwise.
+[[nodiscard]] bool same_settings(const nlohmann::json& a, const nlohmann::json& b);
 
 /// The job around the loop, for checkpoints and messages.
 struct LoopContext {

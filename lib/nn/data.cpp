@@ -145,12 +145,16 @@ void TokenData::check_vocabulary(std::int64_t vocab) const {
   }
 }
 
-std::size_t TokenData::window_start(std::int64_t sample, int seq) const {
+std::size_t TokenData::windows(int seq) const {
   const std::size_t window = static_cast<std::size_t>(seq) + 1;
   if (seq <= 0 || size_ < window)
     fail("{}: the data has {} tokens, too short for sequences of {} tokens (needs at least {})", source_,
          size_, seq, window);
-  const std::size_t positions = size_ - window + 1;
+  return size_ - window + 1;
+}
+
+std::size_t TokenData::window_start(std::int64_t sample, int seq) const {
+  const std::size_t positions = windows(seq);
   constexpr std::uint64_t kDataKey = 0x6F63746F64617461ull;  // "octodata"
   return static_cast<std::size_t>(splitmix64(kDataKey ^ splitmix64(static_cast<std::uint64_t>(sample))) %
                                   positions);

@@ -67,8 +67,11 @@ class TokenData {
   [[nodiscard]] MicroBatch sequences(std::int64_t first_sample, int batch, int seq) const;
   /// Micro-batch number `index`: sequences(index * batch, batch, seq).
   [[nodiscard]] MicroBatch microbatch(std::int64_t index, int batch, int seq) const;
+  /// How many distinct windows of seq + 1 tokens the data holds (the positions a sample's window
+  /// may start at). Throws octo::Error when the data is shorter than seq + 1 tokens.
+  [[nodiscard]] std::size_t windows(int seq) const;
   /// Start of sample `sample`'s window of seq + 1 tokens: a counter-based hash of the sample
-  /// index, uniform over the positions (no state: any rank computes any sample).
+  /// index, uniform over the windows(seq) positions (no state: any rank computes any sample).
   [[nodiscard]] std::size_t window_start(std::int64_t sample, int seq) const;
 
  private:

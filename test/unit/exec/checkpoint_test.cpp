@@ -357,6 +357,40 @@ TEST_CASE("checkpoint: the manifest records what resuming needs, and the files c
   }
 }
 
+TEST_CASE("checkpoint: resuming compares settings at float precision, integers and strings exactly",
+          "[exec][checkpoint]") {
+  using nlohmann::json;
+  // A manifest written before settings were recorded as written: the floats widened to doubles.
+  const json old_optimizer = {{"kind", "adamw"},
+                              {"beta1", 0.8999999761581421},
+                              {"beta2", 0.949999988079071},
+                              {"eps", 9.99999993922529e-09},
+                              {"weight_decay", 0.10000000149011612},
+                              {"clip_grad", 1.0}};
+  const json now_optimizer = {{"kind", "adamw"}, {"beta1", 0.9},        {"beta2", 0.95},
+                              {"eps", 1e-8},     {"weight_decay", 0.1}, {"clip_grad", 1.0}};
+  CHECK(same_settings(old_optimizer, now_optimizer));
+  CHECK(same_settings(now_optimizer, old_optimizer));
+  json other = now_optimizer;
+  other["weight_decay"] = 0.01;
+  CHECK_FALSE(same_settings(old_optimizer, other));
+  other = now_optimizer;
+  other["kind"] = "sgd";
+  CHECK_FALSE(same_settings(now_optimizer, other));
+  other = now_optimizer;
+  other.erase("eps");
+  CHECK_FALSE(same_settings(now_optimizer, other));
+  other["eps"] = "1e-8";  // a string is not the number
+  CHECK_FALSE(same_settings(now_optimizer, other));
+  // Step counts are integers: compared exactly, even where a float cannot tell them apart.
+  const json a = {{"kind", "cosine"}, {"lr", 0.0010000000474974513}, {"decay_steps", 16777217}};
+  const json b = {{"kind", "cosine"}, {"lr", 1e-3}, {"decay_steps", 16777216}};
+  CHECK_FALSE(same_settings(a, b));
+  json c = b;
+  c["decay_steps"] = 16777217;
+  CHECK(same_settings(a, c));
+}
+
 TEST_CASE("layer file: a safetensors round trip, and malformed headers named", "[exec][checkpoint]") {
   CanonicalLayer layer;
   layer.index = 7;
