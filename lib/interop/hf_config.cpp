@@ -195,23 +195,25 @@ const json* Config::value(std::string_view key) {
   return j;
 }
 
-std::int64_t Config::integer(std::string_view key, std::int64_t min) {
+std::int64_t Config::integer(std::string_view key, std::int64_t min, std::int64_t max) {
   const json* j = value(key);
   if (!j || j->is_null()) fail(key, "missing", fmt::format("an integer >= {}", min));
   if (!j->is_number_integer()) fail(key, fmt::format("is {}", json_type(*j)), "an integer");
-  if (j->is_number_unsigned() && j->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-    fail(key, "is too large");
+  if (j->is_number_unsigned() && j->get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+    fail(key, fmt::format("{} is too large", j->get<std::uint64_t>()), fmt::format("at most {}", max));
   const std::int64_t v = j->get<std::int64_t>();
   if (v < min) fail(key, fmt::format("{} is too small", v), fmt::format("at least {}", min));
+  if (v > max) fail(key, fmt::format("{} is too large", v), fmt::format("at most {}", max));
   return v;
 }
 
-std::int64_t Config::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min) {
+std::int64_t Config::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min,
+                                std::int64_t max) {
   if (!has(key)) {
     ignore({key});  // a null value counts as read
     return fallback;
   }
-  return integer(key, min);
+  return integer(key, min, max);
 }
 
 std::string Config::string(std::string_view key) {
@@ -243,8 +245,10 @@ std::vector<std::int64_t> Config::integers(std::string_view key, std::int64_t mi
   if (!j->is_array()) fail(key, fmt::format("is {}", json_type(*j)), "a list of integers");
   for (std::size_t i = 0; i < j->size(); ++i) {
     const json& e = (*j)[i];
-    if (!e.is_number_integer() || e.get<std::int64_t>() < min)
-      fail(key, fmt::format("entry {} is {}", i, e.dump()), fmt::format("integers >= {}", min));
+    if (!e.is_number_integer() || (e.is_number_unsigned() && e.get<std::uint64_t>() > kMaxInputInteger) ||
+        e.get<std::int64_t>() < min || e.get<std::int64_t>() > kMaxInputInteger)
+      fail(key, fmt::format("entry {} is {}", i, e.dump()),
+           fmt::format("integers from {} to {}", min, kMaxInputInteger));
     out.push_back(e.get<std::int64_t>());
   }
   return out;
@@ -354,6 +358,23 @@ std::string dtype_of(hf::Config& c, std::string_view key) {
   return "bf16";
 }
 
+/// A model-loader error about the generated YAML, told without a position in a file the user does
+/// not have: the field and problem, and the generated line it is about (none for a whole-model
+/// problem such as the parameter count).
+std::string generated_problem(const InputError& e, std::string_view yaml) {
+  std::string text = e.field().empty() ? e.problem() : fmt::format("{}: {}", e.field(), e.problem());
+  if (!e.expected().empty()) text += fmt::format(" (expected {})", e.expected());
+  if (e.field().empty() || e.where().line <= 0) return text;
+  std::size_t begin = 0;
+  for (int line = 1; line < e.where().line && begin != std::string_view::npos; ++line) {
+    begin = yaml.find('\n', begin);
+    if (begin != std::string_view::npos) ++begin;
+  }
+  if (begin == std::string_view::npos || begin >= yaml.size()) return text;
+  const std::string_view line = yaml.substr(begin, yaml.find('\n', begin) - begin);
+  return fmt::format("{}, in the generated line \"{}\"", text, line);
+}
+
 }  // namespace
 
 HfImport import_hf_config(std::string_view text, const std::string& source, const HfImportOptions& o) {
@@ -451,6 +472,9 @@ HfImport import_hf_config(std::string_view text, const std::string& source, cons
   out.yaml = hf::to_yaml(d, header);
   try {
     out.model = parse_model(out.yaml, fmt::format("{} (imported)", source));
+  } catch (const InputError& e) {
+    throw Error(
+        fmt::format("{}: the imported model is not valid: {}", source, generated_problem(e, out.yaml)));
   } catch (const Error& e) {
     throw Error(fmt::format("{}: the imported model is not valid: {}", source, e.what()));
   }

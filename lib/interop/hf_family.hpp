@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "spec/limits.hpp"
 
 namespace octo::hf {
 
@@ -31,14 +32,17 @@ class Config {
   /// The key is present and not null (does not mark it read).
   [[nodiscard]] bool has(std::string_view key) const;
 
-  /// A required integer >= min.
-  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t min = 1);
-  /// An optional integer >= min; `fallback` when absent or null.
-  [[nodiscard]] std::int64_t integer_or(std::string_view key, std::int64_t fallback, std::int64_t min = 1);
+  /// A required integer in [min, max]; max defaults to the bound of every model field
+  /// (kMaxInputInteger), so a value the model YAML would refuse is refused here, at its key.
+  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t min = 1,
+                                     std::int64_t max = kMaxInputInteger);
+  /// An optional integer in [min, max]; `fallback` when absent or null.
+  [[nodiscard]] std::int64_t integer_or(std::string_view key, std::int64_t fallback, std::int64_t min = 1,
+                                        std::int64_t max = kMaxInputInteger);
   [[nodiscard]] std::string string(std::string_view key);
   [[nodiscard]] std::string string_or(std::string_view key, std::string fallback);
   [[nodiscard]] bool boolean_or(std::string_view key, bool fallback);
-  /// A list of integers (empty when absent or null).
+  /// A list of integers in [min, kMaxInputInteger] (empty when absent or null).
   [[nodiscard]] std::vector<std::int64_t> integers(std::string_view key, std::int64_t min = 0);
   /// A list of strings (empty when absent or null).
   [[nodiscard]] std::vector<std::string> strings(std::string_view key);

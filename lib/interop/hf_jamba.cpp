@@ -10,7 +10,7 @@
 namespace octo::hf {
 
 void map_jamba(Config& c, Draft& d) {
-  const std::int64_t layers = c.integer("num_hidden_layers");
+  const std::int64_t layers = c.integer("num_hidden_layers", 1, kMaxModelBlocks);
   const std::int64_t attn_period = c.integer_or("attn_layer_period", 8);
   const std::int64_t attn_offset = c.integer_or("attn_layer_offset", 4, 0);
   const std::int64_t expert_period = c.integer_or("expert_layer_period", 2);

@@ -76,7 +76,11 @@ void map_nemotron_h(Config& c, Draft& d) {
       c.fail(pattern_key, fmt::format("unknown symbol '{}' at position {}", pattern[i], i),
              "M (Mamba2), * (attention), - (MLP) or E (MoE)");
   if (pattern.empty()) c.fail(pattern_key, "is empty", "one symbol per layer");
-  const std::int64_t layers = c.integer_or("num_hidden_layers", static_cast<std::int64_t>(pattern.size()));
+  if (static_cast<std::int64_t>(pattern.size()) > kMaxModelBlocks)
+    c.fail(pattern_key, fmt::format("has {} layers, too many", pattern.size()),
+           fmt::format("at most {} layers", kMaxModelBlocks));
+  const std::int64_t layers =
+      c.integer_or("num_hidden_layers", static_cast<std::int64_t>(pattern.size()), 1, kMaxModelBlocks);
   if (layers != static_cast<std::int64_t>(pattern.size()))
     c.fail("num_hidden_layers",
            fmt::format("{} layers, but the pattern has {} symbols", layers, pattern.size()));

@@ -16,7 +16,7 @@ std::string millions(double n) { return fmt::format("{:.2f} M", n / 1e6); }
 }  // namespace
 
 void map_transformer(Config& c, Draft& d) {
-  const std::int64_t layers = c.integer("num_hidden_layers");
+  const std::int64_t layers = c.integer("num_hidden_layers", 1, kMaxModelBlocks);
   const std::string arch =
       c.has("architectures") ? c.strings("architectures").front() : c.string_or("model_type", "");
   const bool qwen2 =

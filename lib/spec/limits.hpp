@@ -13,6 +13,8 @@ namespace octo {
 
 /// The largest integer any input field takes (seq_len, micro_batch, counts of things).
 inline constexpr std::int64_t kMaxInputInteger = 2147483647;
+/// The most blocks (layers between the embedding and the LM head) a model may have.
+inline constexpr std::int64_t kMaxModelBlocks = std::int64_t{1} << 16;
 /// Derived counts are exact in double below 2^53; beyond 2^50 (~1e15) parameters, or bytes of
 /// activations in one layer, a model is surely a typo.
 inline constexpr double kMaxModelCount = 1125899906842624.0;

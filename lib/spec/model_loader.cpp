@@ -18,8 +18,6 @@ namespace {
 
 using yaml::MapReader;
 
-constexpr std::int64_t kMaxBlocks = 1 << 16;
-
 /// The kinds a block may be made of, in registry order.
 std::vector<const LayerKind*> block_kinds() {
   std::vector<const LayerKind*> kinds;
@@ -124,8 +122,9 @@ class ModelParser {
 
   void add_block(std::vector<LayerSpec>& out, std::vector<BlockKind> parts, std::string label,
                  const SourceLocation& where, const YAML::Node& node, const std::string& field) {
-    if (static_cast<std::int64_t>(out.size()) >= kMaxBlocks)
-      yaml::fail_at(source_, node, field, "too many layers", fmt::format("at most {} blocks", kMaxBlocks));
+    if (static_cast<std::int64_t>(out.size()) >= kMaxModelBlocks)
+      yaml::fail_at(source_, node, field, "too many layers",
+                    fmt::format("at most {} blocks", kMaxModelBlocks));
     for (BlockKind k : parts) first_use_.emplace(k, where);
     if (label.empty()) label = label_of(parts);
     out.push_back(LayerSpec{std::move(parts), std::move(label)});
@@ -195,9 +194,9 @@ class ModelParser {
       for (const auto& entry : layers) parse_entry(entry, fmt::format("layers[{}]", i++), blocks);
       if (blocks.empty()) yaml::fail_at(source_, layers, "layers", "the model has no layers", expected);
     }
-    const std::int64_t repeat = top.integer_or("repeat", 1, 1, kMaxBlocks);
-    if (static_cast<std::int64_t>(blocks.size()) * repeat > kMaxBlocks)
-      top.fail("repeat", "too many layers", fmt::format("at most {} blocks in total", kMaxBlocks));
+    const std::int64_t repeat = top.integer_or("repeat", 1, 1, kMaxModelBlocks);
+    if (static_cast<std::int64_t>(blocks.size()) * repeat > kMaxModelBlocks)
+      top.fail("repeat", "too many layers", fmt::format("at most {} blocks in total", kMaxModelBlocks));
     const std::size_t once = blocks.size();
     for (std::int64_t r = 1; r < repeat; ++r)
       for (std::size_t b = 0; b < once; ++b) blocks.push_back(blocks[b]);
@@ -222,7 +221,7 @@ class ModelParser {
       yaml::fail_at(source_, entry, field,
                     forms == 0 ? "no layer kinds given" : "more than one layer form given",
                     "exactly one of {mixer, ffn}, kinds or pattern");
-    const std::int64_t repeat = map.integer_or("repeat", 1, 1, kMaxBlocks);
+    const std::int64_t repeat = map.integer_or("repeat", 1, 1, kMaxModelBlocks);
     std::string label = map.has("label") ? map.string("label") : std::string();
     std::vector<LayerSpec> group;
     SourceLocation where = yaml::location(source_, entry.Mark());
@@ -250,8 +249,10 @@ class ModelParser {
       if (map.has("ffn")) parts.push_back(kind_in_role(map, "ffn", KindRole::Ffn));
       add_block(group, std::move(parts), label, where, entry, field);
     }
-    if (static_cast<std::int64_t>(group.size()) * repeat > kMaxBlocks - static_cast<std::int64_t>(out.size()))
-      yaml::fail_at(source_, entry, field, "too many layers", fmt::format("at most {} blocks", kMaxBlocks));
+    if (static_cast<std::int64_t>(group.size()) * repeat >
+        kMaxModelBlocks - static_cast<std::int64_t>(out.size()))
+      yaml::fail_at(source_, entry, field, "too many layers",
+                    fmt::format("at most {} blocks", kMaxModelBlocks));
     for (std::int64_t r = 0; r < repeat; ++r) out.insert(out.end(), group.begin(), group.end());
   }
 

@@ -321,6 +321,43 @@ TEST_CASE("import-hf: malformed configs fail at the key, whatever the leniency")
   CHECK(contains(error_of("{\"architectures\": [\"LlamaForCausalLM\"],\n  \"hidden_size\": 64,"),
                  "config.json:2:"));
   CHECK(contains(error_of("[1, 2]"), "a JSON object"));
+
+  // Values the model YAML would refuse are refused at their key (a layer count past the model's
+  // most blocks used to build the whole layer list first: 2e9 layers ran out of memory).
+  std::string many_layers = kNemotronH8b;
+  many_layers.replace(many_layers.find("\"num_hidden_layers\": 52"), 23, "\"num_hidden_layers\": 2000000000");
+  CHECK(contains(error_of(many_layers, lenient),
+                 "config.json:7:3: num_hidden_layers: 2000000000 is too large"));
+  const std::string llama_layers = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 2000000000, "num_attention_heads": 32,
+    "vocab_size": 128256, "max_position_embeddings": 8192})";
+  CHECK(contains(error_of(llama_layers),
+                 "config.json:2:33: num_hidden_layers: 2000000000 is too large (expected "
+                 "at most 65536)"));
+  std::string huge_hidden = kNemotronH8b;
+  huge_hidden.replace(huge_hidden.find("\"hidden_size\": 4096"), 19, "\"hidden_size\": 1099511627776");
+  CHECK(contains(error_of(huge_hidden, lenient), "config.json:4:3: hidden_size: 1099511627776 is too large"));
+  std::string long_pattern = kNemotronH8b;
+  long_pattern.replace(long_pattern.find("\"num_hidden_layers\": 52,"), 24, "");
+  long_pattern.replace(long_pattern.find("M-M-M-M*"), 8, std::string(70000, 'M'));
+  CHECK(contains(error_of(long_pattern, lenient), "hybrid_override_pattern: has 70044 layers, too many"));
+  CHECK(contains(error_of(R"({"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048,
+    "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32, "head_dim": 128,
+    "num_experts": 128, "num_experts_per_tok": 8, "mlp_only_layers": [0, 4294967296],
+    "vocab_size": 151936, "max_position_embeddings": 40960})"),
+                 "mlp_only_layers: entry 1 is 4294967296"));
+  // What only the model loader sees is told with the generated line, not a position in a file
+  // that was never written.
+  std::string groups = kNemotronH8b;
+  groups.replace(groups.find("\"n_groups\": 8"), 13, "\"n_groups\": 7");
+  const std::string g = error_of(groups, lenient);
+  CHECK(contains(
+      g, "config.json: the imported model is not valid: mamba.groups: 7 groups do not divide 128 heads"));
+  CHECK(
+      contains(g,
+               "in the generated line \"mamba: {version: 2, heads: 128, head_dim: 64, state: 128, groups: 7, "
+               "conv: 4}\""));
+  CHECK_FALSE(contains(g, "(imported)"));
 }
 
 TEST_CASE("import-hf: a config that contradicts itself is an error naming the key, whatever the leniency") {
