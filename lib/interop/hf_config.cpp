@@ -336,6 +336,17 @@ void check_sliding_window(Config& c, std::string_view key, std::int64_t seq) {
                           window, seq, window));
 }
 
+std::int64_t mamba1_dt_rank(Config& c, std::string_view key, std::int64_t hidden) {
+  const auto* v = c.value(key);
+  if (!v || v->is_null()) return (hidden + 15) / 16;
+  if (v->is_string()) {
+    if (v->get<std::string>() != "auto")
+      c.fail(key, fmt::format("\"{}\"", v->get<std::string>()), "an integer or \"auto\"");
+    return (hidden + 15) / 16;
+  }
+  return c.integer(key);
+}
+
 void check_no_mtp(Config& c, std::string_view key) {
   if (c.integer_or(key, 0, 0) > 0)
     c.problem(key, "multi-token-prediction layers are not modelled (the pipeline would miss their work)");
@@ -410,6 +421,9 @@ HfImport import_hf_config(std::string_view text, const std::string& source, cons
   d.micro_batch = o.micro_batch;
   d.vocab = c.integer("vocab_size");
   d.hidden = c.integer("hidden_size");
+  if (o.seq <= 0 && !c.has("max_position_embeddings"))
+    c.fail("max_position_embeddings", "missing",
+           "the sequence length to plan for: --seq S, or this key (state-space models' configs have none)");
   d.seq_len = o.seq > 0 ? o.seq : c.integer("max_position_embeddings");
   if (o.seq > 0) c.ignore({"max_position_embeddings"});
   d.tie_embeddings = c.boolean_or("tie_word_embeddings", false);

@@ -9,6 +9,11 @@ const std::vector<Family>& families() {
   static const std::vector<Family> all = {
       {"nemotron-h", {"NemotronHForCausalLM"}, {"nemotron_h"}, &map_nemotron_h},
       {"jamba", {"JambaForCausalLM"}, {"jamba"}, &map_jamba},
+      {"bamba", {"BambaForCausalLM"}, {"bamba"}, &map_bamba},
+      {"mamba",
+       {"MambaForCausalLM", "FalconMambaForCausalLM", "Mamba2ForCausalLM"},
+       {"mamba", "falcon_mamba", "mamba2"},
+       &map_mamba},
       {"transformer",
        {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
         "MixtralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"},

@@ -132,6 +132,8 @@ struct Family {
 void map_nemotron_h(Config& config, Draft& draft);
 void map_jamba(Config& config, Draft& draft);
 void map_transformer(Config& config, Draft& draft);
+void map_mamba(Config& config, Draft& draft);
+void map_bamba(Config& config, Draft& draft);
 
 // Helpers shared by the families.
 
@@ -141,6 +143,9 @@ void map_transformer(Config& config, Draft& draft);
                                             std::initializer_list<std::string_view> head_dim_keys);
 /// Checks a sliding window: absent, null, or at least the sequence (then it changes nothing).
 void check_sliding_window(Config& config, std::string_view key, std::int64_t seq);
+/// A Mamba (version 1) dt_rank: the integer at `key`, or ceil(hidden / 16) when it is "auto",
+/// absent or null.
+[[nodiscard]] std::int64_t mamba1_dt_rank(Config& config, std::string_view key, std::int64_t hidden);
 /// Rejects multi-token-prediction layers (a count key that must be absent or 0).
 void check_no_mtp(Config& config, std::string_view key);
 

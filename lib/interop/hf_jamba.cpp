@@ -43,17 +43,7 @@ void map_jamba(Config& c, Draft& d) {
         .add("expand", c.integer_or("mamba_expand", 2))
         .add("state", c.integer_or("mamba_d_state", 16))
         .add("conv", c.integer_or("mamba_d_conv", 4));
-    // dt_rank: an integer, or "auto" = ceil(hidden / 16).
-    std::int64_t dt_rank = (d.hidden + 15) / 16;
-    if (const auto* v = c.value("mamba_dt_rank"); v && !v->is_null()) {
-      if (v->is_string()) {
-        if (v->get<std::string>() != "auto")
-          c.fail("mamba_dt_rank", fmt::format("\"{}\"", v->get<std::string>()), "an integer or \"auto\"");
-      } else {
-        dt_rank = c.integer("mamba_dt_rank");
-      }
-    }
-    m.add("dt_rank", dt_rank);
+    m.add("dt_rank", mamba1_dt_rank(c, "mamba_dt_rank", d.hidden));
     d.sections.emplace_back("mamba", m.str());
   } else {
     c.ignore({"mamba_expand", "mamba_d_state", "mamba_d_conv", "mamba_dt_rank"});

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/fs.hpp"
 #include "spec/kinds/latent_moe.hpp"
 #include "spec/kinds/mamba.hpp"
 #include "spec/kinds/mlp.hpp"
@@ -411,13 +412,107 @@ TEST_CASE("import-hf: every shipped config imports, and those of zoo models give
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
     INFO(entry.path().string());
-    const octo::HfImport r = octo::load_hf_config(entry.path().string());
+    // The state-space configs name no sequence length: every config is imported at --seq 4096.
+    octo::HfImportOptions seq;
+    seq.seq = 4096;
+    const octo::HfImport r = octo::load_hf_config(entry.path().string(), seq);
     CHECK(r.warnings.empty());
     const std::string name = r.model.name;
     if (std::filesystem::exists(std::string(OCTO_SOURCE_DIR) + "/profiles/models/" + name + ".yaml"))
       check_same_model(r.model, zoo(name));
     ++n;
   }
-  CHECK(n == 7);
-  CHECK(octo::hf_architectures().size() == 9);
+  CHECK(n == 10);
+  CHECK(octo::hf_architectures().size() == 13);
+}
+
+namespace {
+
+/// Parameters of one Mamba (version 1) mixer from its published shapes: in_proj to 2E, the
+/// depthwise conv with bias, x_proj to dt_rank + 2N, dt_proj with bias, A and D, out_proj.
+double mamba1_mixer(double d, double e, double n, double conv, double dt_rank) {
+  return d * 2 * e + (e * conv + e) + e * (dt_rank + 2 * n) + (dt_rank * e + e) + e * n + e + e * d;
+}
+
+/// Parameters of one Mamba2 mixer: in_proj to z, x, B, C and dt (2E + 2GN + H), the conv over x,
+/// B and C with bias, dt_bias, A and D per head, the gated RMSNorm, out_proj.
+double mamba2_mixer(double d, double e, double groups, double n, double heads, double conv) {
+  const double xbc = e + 2 * groups * n;
+  return d * (2 * e + 2 * groups * n + heads) + (xbc * conv + xbc) + 3 * heads + e + e * d;
+}
+
+double attention_params(double d, double heads, double kv, double head_dim) {
+  return d * heads * head_dim + 2 * d * kv * head_dim + heads * head_dim * d;
+}
+
+}  // namespace
+
+TEST_CASE("import-hf: Mamba, Mamba2 and Bamba against their closed-form parameter counts") {
+  octo::HfImportOptions seq;
+  seq.seq = 2048;
+  const std::string dir = std::string(OCTO_SOURCE_DIR) + "/profiles/hf/";
+
+  // Mamba-2.8B: 64 Mamba layers, no MLP, the LM head tied to the embedding (the default).
+  const octo::HfImport m1 = octo::load_hf_config(dir + "mamba-2.8b.config.json", seq);
+  REQUIRE(m1.model.layers.size() == 66);
+  for (std::size_t i = 1; i + 1 < m1.model.layers.size(); ++i)
+    CHECK(m1.model.layers[i].parts == std::vector<octo::BlockKind>{octo::BlockKind::Mamba});
+  CHECK(m1.model.tie_embeddings);
+  CHECK(m1.model.seq_len == 2048);
+  const double m1_expected = 64 * (mamba1_mixer(2560, 5120, 16, 4, 160) + 2560) + 50280.0 * 2560 + 2560;
+  CHECK(relative(static_cast<double>(octo::total_params(m1.model)), m1_expected) < 0.005);
+  CHECK(std::abs(m1_expected / 1e9 - 2.77) < 0.01);  // the published size
+
+  // Mamba-Codestral-7B: Mamba2 with 8 groups, untied.
+  const octo::HfImport m2 = octo::load_hf_config(dir + "mamba-codestral-7b.config.json", seq);
+  REQUIRE(m2.model.layers.size() == 66);
+  CHECK_FALSE(m2.model.tie_embeddings);
+  const double m2_expected =
+      64 * (mamba2_mixer(4096, 8192, 8, 128, 128, 4) + 4096) + 2 * 32768.0 * 4096 + 4096;
+  CHECK(relative(static_cast<double>(octo::total_params(m2.model)), m2_expected) < 0.005);
+  CHECK(std::abs(m2_expected / 1e9 - 7.29) < 0.01);
+
+  // Bamba-9B: attention at 9, 18 and 27, Mamba2 elsewhere, a SwiGLU MLP after every mixer.
+  const octo::HfImport b = octo::load_hf_config(dir + "bamba-9b.config.json", seq);
+  REQUIRE(b.model.layers.size() == 34);
+  for (int i = 0; i < 32; ++i) {
+    INFO("block " << i);
+    const bool attention = i == 9 || i == 18 || i == 27;
+    CHECK(b.model.layers[static_cast<std::size_t>(i) + 1].parts ==
+          std::vector<octo::BlockKind>{attention ? octo::BlockKind::Attention : octo::BlockKind::Mamba,
+                                       octo::BlockKind::Mlp});
+  }
+  const double mlp = 3 * 4096.0 * 14336 + 4096;
+  const double b_expected = 29 * (mamba2_mixer(4096, 8192, 1, 128, 128, 4) + 4096 + mlp) +
+                            3 * (attention_params(4096, 32, 8, 128) + 4096 + mlp) + 2 * 128256.0 * 4096 +
+                            4096;
+  CHECK(relative(static_cast<double>(octo::total_params(b.model)), b_expected) < 0.005);
+  CHECK(std::abs(b_expected / 1e9 - 9.78) < 0.01);
+
+  // No sequence length in these configs: --seq is asked for, at the key.
+  CHECK(contains(error_of(R"({"architectures": ["MambaForCausalLM"], "hidden_size": 768,
+    "num_hidden_layers": 24, "vocab_size": 50280})"),
+                 "max_position_embeddings: missing (expected the sequence length to plan for: --seq S"));
+  // A tie key overrides the default; widths that disagree are errors at the key.
+  const std::string falcon = R"({"architectures": ["FalconMambaForCausalLM"], "hidden_size": 1024,
+    "num_hidden_layers": 4, "vocab_size": 65024, "expand": 2, "intermediate_size": 2048, "state_size": 16,
+    "tie_word_embeddings": false, "mixer_rms_eps": 1e-06, "use_bias": false})";
+  const octo::HfImport f = octo::import_hf_config(falcon, "falcon.json", seq);
+  CHECK_FALSE(f.model.tie_embeddings);
+  CHECK(f.model.layers.size() == 6);
+  std::string wide = falcon;
+  wide.replace(wide.find("\"intermediate_size\": 2048"), 25, "\"intermediate_size\": 4096");
+  CHECK(contains(error_of(wide, seq), "intermediate_size: 4096 is not expand x hidden_size = 2048"));
+  const std::string heads = R"({"architectures": ["Mamba2ForCausalLM"], "hidden_size": 1024,
+    "num_hidden_layers": 4, "vocab_size": 1000, "num_heads": 24, "head_dim": 64})";
+  CHECK(contains(error_of(heads, seq), "config.json:2:49: num_heads: 24 heads of head_dim 64 are 1536 wide"));
+  std::string bamba_layer = octo::read_file(dir + "bamba-9b.config.json");
+  bamba_layer.replace(bamba_layer.find("[9, 18, 27]"), 11, "[9, 18, 32]");
+  CHECK(contains(error_of(bamba_layer, seq),
+                 "attn_layer_indices: layer 32 does not exist (num_hidden_layers 32)"));
+  CHECK(
+      contains(error_of(R"({"architectures": ["MambaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+    "vocab_size": 100, "use_bias": true})",
+                        seq),
+               "use_bias: true is not supported"));
 }
