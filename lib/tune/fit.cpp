@@ -44,6 +44,18 @@ PlannerInputs reestimated(PlannerInputs in) {
   return in;
 }
 
+/// fits() under analytic costs for `in`: false also when they cannot be estimated (a TP that does
+/// not divide the attention heads is not a change that fits).
+bool fits_estimated(const PlannerInputs& in) {
+  PlannerInputs estimated;
+  try {
+    estimated = reestimated(in);
+  } catch (const Error&) {
+    return false;
+  }
+  return fits(estimated);
+}
+
 }  // namespace
 
 std::string FitAdvice::message() const {
@@ -107,14 +119,14 @@ FitAdvice advise_fit(const PlannerInputs& inputs, const Plan& plan, bool costs_f
        tp *= 2, ++tries) {
     PlannerInputs in = inputs;
     in.cluster.tp = tp;
-    if (!fits(reestimated(in))) continue;
+    if (!fits_estimated(in)) continue;
     advice.changes.push_back(on_cluster(fmt::format("--tp {}", tp), inputs, inputs.pp, tp));
     break;
   }
   for (int mb = inputs.model.training.micro_batch / 2; mb >= 1; mb /= 2) {
     PlannerInputs in = inputs;
     in.model.training.micro_batch = mb;
-    if (!fits(reestimated(in))) continue;
+    if (!fits_estimated(in)) continue;
     advice.changes.push_back(fmt::format("--micro-batch {}", mb));
     break;
   }

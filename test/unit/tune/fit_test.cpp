@@ -137,3 +137,19 @@ TEST_CASE("fit advice names the cluster a change needs when it exceeds the one p
 }
 
 }  // namespace octo
+
+namespace octo {
+
+TEST_CASE("fit advice skips a TP the model cannot take instead of failing on it", "[tune][fit]") {
+  // tiny-hybrid has 4 attention heads: the TP the advice tries (2, 4, 8 on the 8 devices of h100x8)
+  // reaches 8, which does not divide them. At a limit nothing reaches, the advice still comes back,
+  // offering no TP above 4.
+  const PlannerInputs in = inputs("tiny-hybrid", 2, 0.001);
+  const Plan plan = one_f_one_b(in);
+  REQUIRE_FALSE(plan.predicted->fits_memory);
+  const FitAdvice advice = advise_fit(in, plan, false);
+  CHECK_THAT(advice.message(), Catch::StartsWith("the plan does not fit the device memory"));
+  for (const std::string& change : advice.changes) CHECK(change.rfind("--tp 8", 0) != 0);
+}
+
+}  // namespace octo
