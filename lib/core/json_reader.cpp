@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ namespace {
 /// parser does, so it cannot pass as a second key. Per open object its keys so far: a short list
 /// (objects of plans are small), a hash set past 16 keys.
 void refuse_duplicate_keys(std::string_view text, const std::string& source) {
+  // Our files nest a few levels; a value nested deeper is refused before a recursive copy or dump
+  // of it could exhaust the stack.
+  constexpr std::size_t kMaxDepth = 512;
   struct Open {
     bool object = false;
     std::vector<std::string_view> keys;
@@ -41,6 +45,10 @@ void refuse_duplicate_keys(std::string_view text, const std::string& source) {
       ++line;
       line_start = i + 1;
     } else if (c == '{' || c == '[') {
+      if (depth == kMaxDepth)
+        throw InputError(SourceLocation{source, line, static_cast<int>(i - line_start) + 1}, "",
+                         fmt::format("objects and arrays nested deeper than {} levels", kMaxDepth),
+                         "a plan, report or config file");
       if (depth == stack.size()) stack.emplace_back();
       Open& o = stack[depth++];
       o.object = c == '{';
@@ -81,6 +89,46 @@ void refuse_duplicate_keys(std::string_view text, const std::string& source) {
   }
 }
 
+/// The 1-based line and column of byte `byte` of `text`.
+SourceLocation location_at(std::string_view text, std::size_t byte, const std::string& source) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return SourceLocation{source, line, column};
+}
+
+/// The first number of `text` (outside strings) that a double cannot hold (1e999, a 400-digit
+/// integer), as an error at its position; the text has parsed up to it.
+InputError number_overflow(std::string_view text, const std::string& source) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    std::size_t end = i + 1;
+    while (end < text.size() && std::string_view("0123456789+-.eE").find(text[end]) != std::string_view::npos)
+      ++end;
+    const std::string token(text.substr(i, end - i));
+    if (std::isinf(std::strtod(token.c_str(), nullptr))) {
+      const std::string shown = token.size() > 24 ? token.substr(0, 24) + "..." : token;
+      return InputError(location_at(text, i, source), "",
+                        fmt::format("the number {} is out of the range of a double", shown),
+                        "a number of magnitude below 1.8e308");
+    }
+    i = end - 1;
+  }
+  return InputError(SourceLocation{source}, "", "a number is out of the range of a double");
+}
+
 }  // namespace
 
 json parse_json(std::string_view text, const std::string& source) {
@@ -88,18 +136,11 @@ json parse_json(std::string_view text, const std::string& source) {
     json out = json::parse(text.begin(), text.end());
     refuse_duplicate_keys(text, source);
     return out;
+  } catch (const json::out_of_range&) {
+    throw number_overflow(text, source);  // nlohmann's "number overflow parsing '1e999'" has no position
   } catch (const json::parse_error& e) {
     // e.byte is the 1-based position of the offending character.
     const std::size_t byte = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    int line = 1, column = 1;
-    for (std::size_t i = 0; i < byte; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
     std::string detail = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..." → "syntax
     // error ..."
@@ -113,7 +154,7 @@ json parse_json(std::string_view text, const std::string& source) {
       if (rest.substr(0, literal.size()) == literal)
         detail += fmt::format(
             " ({} is not JSON: Python's json module writes it for a float; use a number or null)", literal);
-    throw InputError(SourceLocation{source, line, column}, "", "invalid JSON: " + detail);
+    throw InputError(location_at(text, byte, source), "", "invalid JSON: " + detail);
   }
 }
 

@@ -82,6 +82,14 @@ PY
   grep -q "warning: .*hiden_sise" "$work/warn.log" || fail "--lenient prints no warning"
   printf '{"architectures": ["LlamaForCausalLM"],\n  "hidden_size": 64,,}\n' >"$work/syntax.json"
   expect_fail "JSON syntax" "syntax.json:2:[0-9]+: invalid JSON" "$octoplan" import-hf "$work/syntax.json"
+  # 60000 nested objects used to crash the importer (a recursive copy), a number no double holds
+  # ended as an internal error (exit 9).
+  python3 -c "open('$work/deep.json', 'w').write('{\"a\":' * 60000 + '1' + '}' * 60000)"
+  expect_fail "deep nesting" "deep.json:1:[0-9]+: objects and arrays nested deeper than 512 levels" \
+    "$octoplan" import-hf "$work/deep.json"
+  sed 's/"initializer_range": 0.02/"initializer_range": 1e999/' profiles/hf/llama3-8b.config.json >"$work/huge.json"
+  expect_fail "number overflow" "huge.json:[0-9]+:[0-9]+: the number 1e999 is out of the range of a double" \
+    "$octoplan" import-hf "$work/huge.json"
   [[ $(ls -A "$work" | grep -c tmp) -eq 0 ]] || fail "temporary files left behind"
   ;;
 export-import)

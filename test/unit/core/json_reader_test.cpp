@@ -47,6 +47,28 @@ TEST_CASE("an integer beyond 64 bits is named as such, not as a float", "[json]"
   CHECK(json_type(parse_json("12", "x.json")) == "an integer");
 }
 
+TEST_CASE("a number no double holds is an input error at its position, shown short", "[json]") {
+  // nlohmann throws out_of_range without a position for these (it reached main as an internal error).
+  CHECK(error_of([] { (void)parse_json("{\"s\": \"1e999\",\n  \"x\": [1, -1e999]}", "f.json"); }) ==
+        "f.json:2:12: the number -1e999 is out of the range of a double (expected a number of magnitude "
+        "below 1.8e308)");
+  const std::string digits = "{\"n\": " + std::string(400, '9') + "}";
+  const std::string e = error_of([&] { (void)parse_json(digits, "f.json"); });
+  CHECK_THAT(e, Catch::StartsWith("f.json:1:7: the number 999999999999999999999999... is out of the range"));
+  CHECK(e.size() < 200);
+  CHECK(parse_json("{\"x\": 1.7e308, \"y\": -4.9e-324}", "f.json").at("x") == 1.7e308);
+}
+
+TEST_CASE("nesting deeper than 512 levels is refused at the level that passes it", "[json]") {
+  const auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  CHECK(parse_json(nested(512), "f.json").is_array());
+  CHECK(error_of([&] { (void)parse_json(nested(513), "f.json"); }) ==
+        "f.json:1:513: objects and arrays nested deeper than 512 levels (expected a plan, report or config "
+        "file)");
+  CHECK_THAT(error_of([&] { (void)parse_json(nested(100000), "f.json"); }),
+             Catch::StartsWith("f.json:1:513: "));
+}
+
 TEST_CASE("a key twice in one object is an error at its second occurrence", "[json]") {
   CHECK_THROWS_WITH(
       parse_json("{\"a\": 1,\n \"m\": \"x\", \"m\": 4}", "p.json"),
