@@ -67,7 +67,7 @@ inline CLI::Validator number(double lo, bool inclusive = false) {
       inclusive ? fmt::format("NUMBER >= {}", lo) : fmt::format("NUMBER > {}", lo), "number");
 }
 
-/// A memory size in GiB: at least kMinMemoryGib (1 MiB), finite.
+/// A memory size in GiB: from kMinMemoryGib (1 MiB) to kMaxMemoryGib (1 EiB).
 inline CLI::Validator memory_gib() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -75,9 +75,10 @@ inline CLI::Validator memory_gib() {
         if (!v) return fmt::format("must be a finite number of GiB (got '{}')", text);
         if (!(*v >= kMinMemoryGib))
           return fmt::format("must be at least 1 MiB = {} GiB (got {})", kMinMemoryGib, text);
+        if (*v > kMaxMemoryGib) return fmt::format("must be at most 2^30 GiB (1 EiB) (got {})", text);
         return {};
       },
-      "GiB >= 1 MiB", "memory size");
+      "GiB in [1 MiB, 1 EiB]", "memory size");
 }
 
 /// A seed: any integer in [0, 2^64).

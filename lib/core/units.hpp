@@ -14,6 +14,9 @@ inline constexpr double kGiB = 1024.0 * kMiB;
 /// The smallest memory size accepted for a device or a limit (1 MiB): anything smaller is a typo
 /// (and a size that rounds to 0 bytes would read as "no limit").
 inline constexpr double kMinMemoryGib = kMiB / kGiB;
+/// The largest (2^30 GiB = 1 EiB): bytes stay exact integers far inside int64 (1e10 GiB wrapped to a
+/// negative limit).
+inline constexpr double kMaxMemoryGib = 1073741824.0;
 
 inline constexpr double kUsPerMs = 1000.0;
 inline constexpr double kMsPerS = 1000.0;

@@ -217,9 +217,9 @@ PlannerInputs load_inputs(const InputOptions& o) {
   }
 
   if (o.memory_limit_gib) {
-    if (!(*o.memory_limit_gib >= kMinMemoryGib) || !std::isfinite(*o.memory_limit_gib))
+    if (!(*o.memory_limit_gib >= kMinMemoryGib) || !(*o.memory_limit_gib <= kMaxMemoryGib))
       option_error("--memory-limit-gib", fmt::format("{} is not a memory size", *o.memory_limit_gib),
-                   fmt::format("a size in GiB of at least 1 MiB ({})", kMinMemoryGib));
+                   fmt::format("a size in GiB from 1 MiB ({}) to 2^30 GiB", kMinMemoryGib));
     in.memory_limit_bytes = *o.memory_limit_gib * kGiB;
   } else {
     // The smallest device any pipeline rank runs on bounds every stage placed there.

@@ -25,7 +25,7 @@ DeviceKind parse_device(const MapReader& top) {
       top.map("device", {"name", "memory_gib", "peak_tflops", "memory_bandwidth_gbs", "efficiency"});
   DeviceKind kind;
   kind.name = d.string("name");
-  kind.memory_gib = d.number("memory_gib", kMinMemoryGib, 1e300, false);
+  kind.memory_gib = d.number("memory_gib", kMinMemoryGib, kMaxMemoryGib, false);
   MapReader peak = d.map("peak_tflops", {"bf16", "fp32"});
   kind.peak_tflops_bf16 = peak.number("bf16");
   kind.peak_tflops_fp32 = peak.number("fp32");

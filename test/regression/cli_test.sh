@@ -162,6 +162,16 @@ exit-codes)
     --pp 2 --memory-limit-gib 1e-10 -o "$work/p.json"
   expect_code 2 "--memory-limit-gib: must be at least 1 MiB" "$octoplan" check plans/tiny-hybrid.1f1b.cpu2.json \
     --memory-limit-gib 1e-10
+  # A limit past 2^30 GiB wrapped to a negative byte count (1e10 GiB: "fits" under -8589934592 GiB).
+  expect_code 2 "--memory-limit-gib: must be at most 2\^30 GiB" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b \
+    --pp 2 --memory-limit-gib 1e10 -o "$work/p.json"
+  sed 's/memory_gib: [0-9.]*/memory_gib: 1e10/' profiles/clusters/cpu-local.yaml >"$work/huge-memory.yaml"
+  expect_code 3 "huge-memory.yaml:[0-9]+:[0-9]+: device.memory_gib: 1e10 is out of range" "$octoplan" baseline \
+    profiles/models/tiny-hybrid.yaml --cluster "$work/huge-memory.yaml" --schedule 1f1b --pp 2 -o "$work/p.json"
+  # The advice for a plan that does not fit skips a TP the model cannot take (tiny-hybrid has 4
+  # heads; the default cluster's 8 devices offered --tp 8, and its estimate ended the command).
+  expect_code 5 "does not fit" "$octoplan" baseline profiles/models/tiny-hybrid.yaml --schedule 1f1b \
+    --memory-limit-gib 0.001 -o "$work/p.json"
   mkdir "$work/dir"
   expect_code 4 "is a directory" "$octoplan" estimate "${tiny[@]}" -o "$work/dir"
   # One file for two outputs, or an output over an input: refused before any work, nothing changed.
