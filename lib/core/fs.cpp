@@ -201,10 +201,14 @@ void check_output_path(const std::string& path, std::string_view option) {
 
 void check_output_paths(std::initializer_list<OutputPath> outputs, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
+  // Absolute first: weakly_canonical leaves a relative path none of whose parts exist as it is,
+  // so "a.json" and "./a.json" (the second resolved through ".") would differ while a.json is new.
   const auto identity = [](const std::string& path) {
     std::error_code ec;
-    const fs::path p = fs::weakly_canonical(path, ec);
-    return ec ? fs::absolute(path).lexically_normal().string() : p.string();
+    const fs::path absolute = fs::absolute(path, ec);
+    if (ec) return fs::path(path).lexically_normal().string();
+    const fs::path p = fs::weakly_canonical(absolute, ec);
+    return ec ? absolute.lexically_normal().string() : p.string();
   };
   std::vector<std::pair<std::string, std::string_view>> seen;  // (identity, option) of file outputs
   for (const OutputPath& o : outputs) {

@@ -132,6 +132,29 @@ TEST_CASE("two outputs naming one file, or an output naming an input, are refuse
   CHECK_THROWS_WITH(check_output_paths({{"--report", dir / "link.json"}}, {plan}),
                     Catch::Contains("is an input of this command"));
   CHECK(slurp(plan) == "{}\n");
+  // A new file named relatively, once plainly and once through "." or its absolute path (both went
+  // unseen while the file did not exist, and the second output replaced the first).
+  {
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir / "sub");
+    const auto restore = [&] { fs::current_path(cwd); };
+    try {
+      REQUIRE_FALSE(fs::exists("fresh.json"));
+      CHECK_THROWS_WITH(check_output_paths({{"-o", "fresh.json"}, {"--report", "./fresh.json"}}),
+                        Catch::Contains("--report ./fresh.json: is also the -o output"));
+      CHECK_THROWS_WITH(check_output_paths({{"-o", "fresh.json"}, {"--trace", dir / "sub/fresh.json"}}),
+                        Catch::Contains("is also the -o output"));
+      fs::create_directory("new");
+      CHECK_THROWS_WITH(
+          check_output_paths({{"-o", "new/fresh.json"}, {"--trace", "./new/../new/fresh.json"}}),
+          Catch::Contains("is also the -o output"));
+      CHECK_NOTHROW(check_output_paths({{"-o", "fresh.json"}, {"--report", "../fresh.json"}}));
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
+  }
   // Distinct files, outputs not requested, special files shared, inputs that are not files: fine.
   CHECK_NOTHROW(
       check_output_paths({{"-o", plan}, {"--trace", dir / "t.json"}, {"--report", ""}}, {"", dir / "x"}));
