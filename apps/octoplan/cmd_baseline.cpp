@@ -136,13 +136,6 @@ int run(const BaselineArgs& a) {
         "\nwarning: the plan does not fit the device memory; written anyway and marked "
         "(--allow-oversubscribed-memory)\n");
 
-  octo::save_plan(plan, a.output);
-  fmt::print("\nwrote {}\n", a.output);
-  if (!a.trace.empty()) {
-    octo::write_file_atomic(a.trace, trace_text);
-    fmt::print("wrote {} (open in ui.perfetto.dev)\n", a.trace);
-  }
-
   nlohmann::json report = octo::to_json(pred);
   report["command"] = "baseline";
   report["method"] = plan.method;
@@ -155,7 +148,10 @@ int run(const BaselineArgs& a) {
   report["stages"] = std::move(stages);
   report["output"] = a.output;
   report["allow_oversubscribed_memory"] = plan.allow_oversubscribed_memory;
-  write_report(a.report, report);
+  octo::write_files_atomic(
+      {{a.output, octo::plan_to_string(plan)}, {a.trace, trace_text}, report_file(a.report, report)});
+  fmt::print("\nwrote {}\n", a.output);
+  if (!a.trace.empty()) fmt::print("wrote {} (open in ui.perfetto.dev)\n", a.trace);
   return 0;
 }
 

@@ -110,10 +110,6 @@ int run(const EstimateArgs& a) {
              octo::human_count(total.params), total.gflop, total.f_ms, total.b_ms, total.w_ms,
              total.activation_bytes / octo::kMiB);
 
-  if (!a.output.empty()) {
-    octo::write_file_atomic(a.output, octo::costs_to_yaml(costs));
-    fmt::print("\nwrote {}\n", a.output);
-  }
   nlohmann::json report = {{"command", "estimate"},
                            {"model", model.name},
                            {"cluster", cluster.name},
@@ -128,7 +124,9 @@ int run(const EstimateArgs& a) {
                            {"kinds", nlohmann::json::array()},
                            {"total", row_json(total, false)}};
   for (const auto& r : rows) report["kinds"].push_back(row_json(r, true));
-  write_report(a.report, report);
+  octo::write_files_atomic({{a.output, a.output.empty() ? std::string() : octo::costs_to_yaml(costs)},
+                            report_file(a.report, report)});
+  if (!a.output.empty()) fmt::print("\nwrote {}\n", a.output);
   return 0;
 }
 

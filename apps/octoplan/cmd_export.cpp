@@ -51,8 +51,15 @@ int export_torch(const ExportArgs& a, const octo::Plan& plan) {
   o.comms = a.comms;
   o.strip_recompute = a.strip_recompute;
   const octo::TorchExport ex = octo::export_torch_schedule(plan, o);
-  octo::write_file_atomic(stages, ex.stages.dump(2) + "\n");
-  octo::write_file_atomic(a.output, ex.csv);
+  const nlohmann::json report = {{"command", "export"},
+                                 {"format", "torch-csv"},
+                                 {"plan", a.plan},
+                                 {"csv", a.output},
+                                 {"stages", stages},
+                                 {"comms", a.comms},
+                                 {"stripped_recompute", ex.stripped_recompute}};
+  octo::write_files_atomic(
+      {{stages, ex.stages.dump(2) + "\n"}, {a.output, ex.csv}, report_file(a.report, report)});
   fmt::print("wrote {} ({} ranks, {} format) and {} (stage -> rank map, layer ranges, inputs)\n", a.output,
              plan.devices, a.comms ? "compute_comms" : "compute_only", stages);
   if (!ex.stripped_recompute.empty())
@@ -60,13 +67,6 @@ int export_torch(const ExportArgs& a, const octo::Plan& plan) {
                fmt::join(ex.stripped_recompute, ", "));
   fmt::print("load it in torch with _PipelineScheduleRuntime(...)._load_csv(\"{}\", format=\"{}\")\n",
              a.output, a.comms ? "compute_comms" : "compute_only");
-  write_report(a.report, {{"command", "export"},
-                          {"format", "torch-csv"},
-                          {"plan", a.plan},
-                          {"csv", a.output},
-                          {"stages", stages},
-                          {"comms", a.comms},
-                          {"stripped_recompute", ex.stripped_recompute}});
   return 0;
 }
 
@@ -83,20 +83,18 @@ int export_megatron(const ExportArgs& a, const octo::Plan& plan) {
                     m.hybrid_pattern);
   text += m.arguments + "\n";
   fmt::print("{}", text);
-  if (!a.output.empty()) {
-    octo::write_file_atomic(a.output, text);
-    fmt::print("wrote {}\n", a.output);
-  }
-  write_report(a.report, {{"command", "export"},
-                          {"format", "megatron-layout"},
-                          {"plan", a.plan},
-                          {"layout", m.layout},
-                          {"pipeline_model_parallel_size", m.pp},
-                          {"virtual_pipeline_model_parallel_size", m.vpp},
-                          {"num_layers", m.num_layers},
-                          {"arguments", m.arguments},
-                          {"hybrid_pattern", m.hybrid_pattern},
-                          {"notes", m.notes}});
+  const nlohmann::json report = {{"command", "export"},
+                                 {"format", "megatron-layout"},
+                                 {"plan", a.plan},
+                                 {"layout", m.layout},
+                                 {"pipeline_model_parallel_size", m.pp},
+                                 {"virtual_pipeline_model_parallel_size", m.vpp},
+                                 {"num_layers", m.num_layers},
+                                 {"arguments", m.arguments},
+                                 {"hybrid_pattern", m.hybrid_pattern},
+                                 {"notes", m.notes}};
+  octo::write_files_atomic({{a.output, text}, report_file(a.report, report)});
+  if (!a.output.empty()) fmt::print("wrote {}\n", a.output);
   return 0;
 }
 

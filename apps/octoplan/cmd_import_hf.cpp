@@ -42,24 +42,22 @@ int run(const ImportHfArgs& a) {
   fmt::print(out, "  parameters {} total, {} active per token\n", octo::human_count(total),
              octo::human_count(active));
   for (const std::string& n : imported.notes) fmt::print(out, "  not modelled: {}\n", n);
-  if (a.output.empty()) {
-    fmt::print("{}", imported.yaml);
-  } else {
-    octo::write_file_atomic(a.output, imported.yaml);
-    fmt::print("wrote {}\n", a.output);
-  }
-  write_report(a.report, {{"command", "import-hf"},
-                          {"config", a.config},
-                          {"architecture", imported.architecture},
-                          {"family", imported.family},
-                          {"model", m.name},
-                          {"layers", m.layers.size()},
-                          {"seq_len", m.seq_len},
-                          {"total_params", octo::total_params(m)},
-                          {"active_params", octo::active_params(m)},
-                          {"warnings", imported.warnings},
-                          {"notes", imported.notes},
-                          {"output", a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output)}});
+  const nlohmann::json report = {
+      {"command", "import-hf"},
+      {"config", a.config},
+      {"architecture", imported.architecture},
+      {"family", imported.family},
+      {"model", m.name},
+      {"layers", m.layers.size()},
+      {"seq_len", m.seq_len},
+      {"total_params", octo::total_params(m)},
+      {"active_params", octo::active_params(m)},
+      {"warnings", imported.warnings},
+      {"notes", imported.notes},
+      {"output", a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output)}};
+  if (a.output.empty()) fmt::print("{}", imported.yaml);
+  octo::write_files_atomic({{a.output, imported.yaml}, report_file(a.report, report)});
+  if (!a.output.empty()) fmt::print("wrote {}\n", a.output);
   return 0;
 }
 

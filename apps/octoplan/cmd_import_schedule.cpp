@@ -108,13 +108,12 @@ int run(ImportScheduleArgs a) {
              a.stages.empty() ? "stages from --stage-layers" : "stages from " + a.stages);
   fmt::print("predicted iteration {:.3f} ms, bubble {:.2f} %, {} memory\n", r.makespan_ms,
              100.0 * r.bubble_ratio, r.fits_memory ? "fits" : "EXCEEDS");
-  octo::save_plan(plan, a.output);
-  fmt::print("wrote {}\n", a.output);
   nlohmann::json report = octo::to_json(*plan.predicted);
   report["command"] = "import-schedule";
   report["csv"] = a.csv;
   report["plan"] = a.output;
-  write_report(a.report, report);
+  octo::write_files_atomic({{a.output, octo::plan_to_string(plan)}, report_file(a.report, report)});
+  fmt::print("wrote {}\n", a.output);
   return 0;
 }
 

@@ -58,21 +58,18 @@ int run(PlanArgs& a) {
     trace_text = octo::trace_json(octo::sim_timeline(result.plan, timed)).dump() + "\n";
   }
 
-  octo::save_plan(result.plan, a.output);
+  nlohmann::json report = octo::plan_summary_json(inputs, result);
+  report["output"] = a.output;
+  report["allow_oversubscribed_memory"] = result.plan.allow_oversubscribed_memory;
+  octo::write_files_atomic(
+      {{a.output, octo::plan_to_string(result.plan)}, {a.trace, trace_text}, report_file(a.report, report)});
   fmt::print("{}", octo::format_plan_summary(inputs, result));
   if (result.plan.allow_oversubscribed_memory)
     fmt::print(
         "warning: the plan does not fit the device memory; written anyway and marked "
         "(--allow-oversubscribed-memory)\n");
   fmt::print("wrote {}\n", a.output);
-  if (!a.trace.empty()) {
-    octo::write_file_atomic(a.trace, trace_text);
-    fmt::print("wrote {}\n", a.trace);
-  }
-  nlohmann::json report = octo::plan_summary_json(inputs, result);
-  report["output"] = a.output;
-  report["allow_oversubscribed_memory"] = result.plan.allow_oversubscribed_memory;
-  write_report(a.report, report);
+  if (!a.trace.empty()) fmt::print("wrote {}\n", a.trace);
   if (interrupted) {
     fmt::print(
         stderr,

@@ -82,10 +82,6 @@ int run(const SimulateArgs& a) {
     fmt::print("  {:>10.3f} - {:>10.3f} ms  {}\n", s.start_ms, s.end_ms, octo::describe(plan, ref));
   }
 
-  if (!a.trace.empty()) {
-    octo::write_file_atomic(a.trace, trace_text);
-    fmt::print("\nwrote {} (open in ui.perfetto.dev)\n", a.trace);
-  }
   nlohmann::json report = octo::to_json(predicted);
   report["command"] = "simulate";
   report["plan"] = a.plan;
@@ -93,7 +89,8 @@ int run(const SimulateArgs& a) {
   report["pp"] = plan.devices;
   report["stages"] = plan.stages.size();
   report["microbatches"] = plan.microbatches;
-  write_report(a.report, report);
+  octo::write_files_atomic({{a.trace, trace_text}, report_file(a.report, report)});
+  if (!a.trace.empty()) fmt::print("\nwrote {} (open in ui.perfetto.dev)\n", a.trace);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/fs.hpp"
 #include "cost/inputs.hpp"
 
 namespace octoplan {
@@ -30,5 +31,7 @@ void add_report_option(CLI::App* cmd, std::string& path);
 
 /// Writes `report` to `path` atomically when `path` is not empty.
 void write_report(const std::string& path, const nlohmann::json& report);
+/// The --report output among others (octo::write_files_atomic); none when `path` is empty.
+octo::OutputFile report_file(const std::string& path, const nlohmann::json& report);
 
 }  // namespace octoplan

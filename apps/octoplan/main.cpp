@@ -70,6 +70,10 @@ void write_report(const std::string& path, const nlohmann::json& report) {
   octo::write_file_atomic(path, report.dump(2) + "\n");
 }
 
+octo::OutputFile report_file(const std::string& path, const nlohmann::json& report) {
+  return {path, path.empty() ? std::string() : report.dump(2) + "\n"};
+}
+
 }  // namespace octoplan
 
 int main(int argc, char** argv) {

@@ -238,6 +238,38 @@ void check_output_paths(std::initializer_list<OutputPath> outputs, const std::ve
   }
 }
 
+namespace {
+
+/// Writes `contents` to a new temporary file beside `target` (synced, mode 0644) and returns its
+/// path; `shown` is the path as the user gave it, for messages.
+std::string write_temporary(const std::string& target, const std::string& shown, std::string_view contents) {
+  namespace fs = std::filesystem;
+  const fs::path t(target);
+  const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
+  std::string tmp = (dir / fmt::format(".{}.tmpXXXXXX", t.filename().string())).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) fail_output("{}: cannot create a temporary file: {}", shown, std::strerror(errno));
+  int err = write_all(fd, contents);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    fail_output("{}: write failed: {}", shown, std::strerror(err));
+  }
+  ::chmod(tmp.c_str(), 0644);
+  return tmp;
+}
+
+void rename_into_place(const std::string& tmp, const std::string& target, const std::string& shown) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail_output("{}: cannot rename the temporary file into place: {}", shown, std::strerror(err));
+  }
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, std::string_view contents, int fifo_wait_ms) {
   namespace fs = std::filesystem;
   const OutputTarget out = resolve_output(path, "");
@@ -256,23 +288,36 @@ void write_file_atomic(const std::string& path, std::string_view contents, int f
     if (err != 0) fail_output("{}: write failed: {}", path, std::strerror(err));
     return;
   }
-  const fs::path target(out.path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmp = (dir / fmt::format(".{}.tmpXXXXXX", target.filename().string())).string();
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail_output("{}: cannot create a temporary file: {}", path, std::strerror(errno));
-  int err = write_all(fd, contents);
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    fail_output("{}: write failed: {}", path, std::strerror(err));
+  const std::string tmp = write_temporary(out.path, path, contents);
+  rename_into_place(tmp, out.path, path);
+}
+
+void write_files_atomic(const std::vector<OutputFile>& files, int fifo_wait_ms) {
+  std::vector<const OutputFile*> regular;
+  for (const OutputFile& f : files) {
+    if (f.path.empty()) continue;
+    const OutputTarget out = resolve_output(f.path, "");
+    if (out.fd >= 0 || out.plain)
+      write_file_atomic(f.path, f.contents, fifo_wait_ms);
+    else
+      regular.push_back(&f);
   }
-  ::chmod(tmp.c_str(), 0644);
-  if (std::rename(tmp.c_str(), out.path.c_str()) != 0) {
-    err = errno;
-    ::unlink(tmp.c_str());
-    fail_output("{}: cannot rename the temporary file into place: {}", path, std::strerror(err));
+  std::vector<std::pair<std::string, const OutputFile*>> written;  // (temporary file, output)
+  try {
+    for (const OutputFile* f : regular)
+      written.emplace_back(write_temporary(resolve_output(f->path, "").path, f->path, f->contents), f);
+  } catch (...) {
+    for (const auto& [tmp, f] : written) ::unlink(tmp.c_str());
+    throw;
+  }
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    try {
+      rename_into_place(written[i].first, resolve_output(written[i].second->path, "").path,
+                        written[i].second->path);
+    } catch (...) {
+      for (std::size_t j = i + 1; j < written.size(); ++j) ::unlink(written[j].first.c_str());
+      throw;
+    }
   }
 }
 

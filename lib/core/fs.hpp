@@ -64,4 +64,16 @@ inline constexpr int kFifoReaderWaitMs = 10'000;
 void write_file_atomic(const std::string& path, std::string_view contents,
                        int fifo_wait_ms = kFifoReaderWaitMs);
 
+/// One output of a command: where to and what (an empty path: not requested).
+struct OutputFile {
+  std::string path;
+  std::string contents;
+};
+
+/// Writes a command's outputs so that a failure changes no regular file: those that are not
+/// regular files (a terminal, a pipe, /dev/full) first, as write_file_atomic does; then every
+/// regular one to a temporary file beside it; and only when all are complete, each renamed into
+/// place. (A plan written before its --trace failed on /dev/full used to stay replaced.)
+void write_files_atomic(const std::vector<OutputFile>& files, int fifo_wait_ms = kFifoReaderWaitMs);
+
 }  // namespace octo

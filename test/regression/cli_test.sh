@@ -172,6 +172,11 @@ exit-codes)
   # heads; the default cluster's 8 devices offered --tp 8, and its estimate ended the command).
   expect_code 5 "does not fit" "$octoplan" baseline profiles/models/tiny-hybrid.yaml --schedule 1f1b \
     --memory-limit-gib 0.001 -o "$work/p.json"
+  # An output that fails on write (/dev/full) leaves the others as they were.
+  echo keep >"$work/kept.json"
+  expect_code 4 "/dev/full: write failed" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 2 \
+    -o "$work/kept.json" --trace /dev/full
+  [[ $(cat "$work/kept.json") == keep ]] || fail "the plan was replaced although its --trace failed"
   mkdir "$work/dir"
   expect_code 4 "is a directory" "$octoplan" estimate "${tiny[@]}" -o "$work/dir"
   # One file for two outputs, or an output over an input: refused before any work, nothing changed.

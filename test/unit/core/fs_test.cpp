@@ -168,6 +168,24 @@ TEST_CASE("two outputs naming one file, or an output naming an input, are refuse
   CHECK_NOTHROW(check_output_paths({{"--report", dir / "ckpt2.json"}}, {dir / "ckpt"}));
 }
 
+TEST_CASE("a command's outputs: a failing one leaves the regular files as they were", "[fs]") {
+  TempDir dir;
+  const std::string plan = dir / "plan.json", report = dir / "report.json";
+  write_file_atomic(plan, "old plan\n");
+  // /dev/full fails on write: the plan listed before it is not replaced, no temporary file stays.
+  CHECK_THROWS_WITH(write_files_atomic({{plan, "new plan\n"}, {"/dev/full", "trace\n"}, {report, "r\n"}}),
+                    Catch::Contains("/dev/full: write failed"));
+  CHECK(slurp(plan) == "old plan\n");
+  CHECK_FALSE(fs::exists(report));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
+  CHECK(entries == 1);
+  // All written; an empty path is an output not requested.
+  write_files_atomic({{plan, "new plan\n"}, {"", "ignored"}, {report, "r\n"}, {"/dev/null", "x"}});
+  CHECK(slurp(plan) == "new plan\n");
+  CHECK(slurp(report) == "r\n");
+}
+
 TEST_CASE("a FIFO output is written in place, not replaced", "[fs]") {
   TempDir dir;
   const std::string fifo = dir / "fifo";
