@@ -64,7 +64,8 @@ int run(const CheckArgs& a) {
              verdict(r.sim.has_value(), r.fits_memory, "fits",
                      plan.allow_oversubscribed_memory ? "exceeds the limit (accepted by the plan)"
                                                       : "EXCEEDS THE LIMIT"));
-  fmt::print("  octorun can run it:      {}\n", r.executor_ok ? "yes" : "NO");
+  fmt::print("  executor limits:         {}\n", r.executor_ok ? "ok" : "NOT MET");
+  fmt::print("  octorun can run it:      {}\n", r.ok() ? "yes" : "NO");
   std::optional<octo::Prediction> predicted;
   if (r.sim) {
     predicted = octo::predict(*r.sim, plan);
@@ -108,7 +109,14 @@ int run(const CheckArgs& a) {
   }
   fmt::print(stderr, "\n{}: INVALID ({} problem{}):\n", a.plan, r.problems.size(),
              r.problems.size() == 1 ? "" : "s");
-  for (const std::string& p : r.problems) fmt::print(stderr, "  - {}\n", p);
+  // The first problems say what is wrong; a plan edited by hand can have hundreds of the same kind.
+  constexpr std::size_t kShown = 20;
+  for (std::size_t i = 0; i < r.problems.size() && i < kShown; ++i)
+    fmt::print(stderr, "  - {}\n", r.problems[i]);
+  if (r.problems.size() > kShown)
+    fmt::print(
+        stderr, "  ... and {} more{}\n", r.problems.size() - kShown,
+        a.report.empty() ? " (--report FILE lists them all)" : fmt::format(" (all of them in {})", a.report));
   return octo::code(octo::ExitCode::Invalid);
 }
 

@@ -198,6 +198,18 @@ plan["predicted"]["iteration_time_ms"] *= 2
 json.dump(plan, open(sys.argv[2], "w"))
 PY
   expect_code 1 "predicted.iteration_time_ms" "$octoplan" check "$work/bad.json"
+  # A plan with hundreds of problems: the first 20, the count of the rest, and no "can run it: yes".
+  python3 - plans/tiny-hybrid.1f1b.cpu2.json "$work/few-mb.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["microbatches"] = 1
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+  out=$("$octoplan" check "$work/few-mb.json" 2>&1); rc=$?
+  [[ $rc -eq 1 ]] || fail "check of a plan with too few micro-batches: exit $rc"
+  grep -q "octorun can run it: *NO" <<<"$out" || fail "check says octorun can run an invalid plan: $out"
+  [[ $(grep -c "^  - " <<<"$out") -eq 20 ]] || fail "check lists more or fewer than the first 20 problems"
+  grep -Eq "^  \.\.\. and [0-9]+ more \(--report FILE lists them all\)" <<<"$out" || fail "no count of the rest"
   # A plan check rejects is not exported or drawn either (the same check, memory aside).
   expect_code 3 "bad.json: predicted.iteration_time_ms" "$octoplan" export "$work/bad.json" --format megatron-layout
   expect_code 3 "bad.json: predicted.iteration_time_ms" "$octoplan" plot "$work/bad.json" -o "$work/bad.svg"
