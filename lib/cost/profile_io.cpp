@@ -102,7 +102,7 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
 
   if (top.has("p2p")) {
     MapReader p2p = top.map("p2p", {"bandwidth_gbs", "latency_us"});
-    if (p2p.has("bandwidth_gbs")) c.p2p_bandwidth_gbs = p2p.number("bandwidth_gbs");
+    if (p2p.has("bandwidth_gbs")) c.p2p_bandwidth_gbs = p2p.number("bandwidth_gbs", kMinRate, 1e300, false);
     if (p2p.has("latency_us")) c.p2p_latency_us = p2p.number("latency_us", 0, 1e300, false);
   }
   c.op_overhead_ms = top.number_or("op_overhead_ms", 0, 0, 1e300, false);

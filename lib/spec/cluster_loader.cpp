@@ -4,6 +4,7 @@
 
 #include "core/embedded.hpp"
 #include "core/units.hpp"
+#include "spec/limits.hpp"
 #include "spec/loader.hpp"
 #include "spec/yaml_reader.hpp"
 
@@ -15,7 +16,7 @@ using yaml::MapReader;
 LinkSpec parse_link(const MapReader& links, std::string_view key) {
   MapReader l = links.map(key, {"bandwidth_gbs", "latency_us"});
   LinkSpec link;
-  link.bandwidth_gbs = l.number("bandwidth_gbs");
+  link.bandwidth_gbs = l.number("bandwidth_gbs", kMinRate, 1e300, false);
   link.latency_us = l.number("latency_us", 0, 1e9, false);
   return link;
 }
@@ -27,10 +28,10 @@ DeviceKind parse_device(const MapReader& top) {
   kind.name = d.string("name");
   kind.memory_gib = d.number("memory_gib", kMinMemoryGib, kMaxMemoryGib, false);
   MapReader peak = d.map("peak_tflops", {"bf16", "fp32"});
-  kind.peak_tflops_bf16 = peak.number("bf16");
-  kind.peak_tflops_fp32 = peak.number("fp32");
-  kind.memory_bandwidth_gbs = d.number("memory_bandwidth_gbs");
-  kind.efficiency = d.number_or("efficiency", kind.efficiency, 0, 1);
+  kind.peak_tflops_bf16 = peak.number("bf16", kMinRate, 1e300, false);
+  kind.peak_tflops_fp32 = peak.number("fp32", kMinRate, 1e300, false);
+  kind.memory_bandwidth_gbs = d.number("memory_bandwidth_gbs", kMinRate, 1e300, false);
+  kind.efficiency = d.number_or("efficiency", kind.efficiency, kMinRate, 1, false);
   return kind;
 }
 

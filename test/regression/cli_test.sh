@@ -168,6 +168,14 @@ exit-codes)
   sed 's/memory_gib: [0-9.]*/memory_gib: 1e10/' profiles/clusters/cpu-local.yaml >"$work/huge-memory.yaml"
   expect_code 3 "huge-memory.yaml:[0-9]+:[0-9]+: device.memory_gib: 1e10 is out of range" "$octoplan" baseline \
     profiles/models/tiny-hybrid.yaml --cluster "$work/huge-memory.yaml" --schedule 1f1b --pp 2 -o "$work/p.json"
+  # Rates below 1e-6 (a denormal bandwidth made every figure inf, and the plan written failed check).
+  sed 's/bandwidth_gbs: [0-9.e+]*/bandwidth_gbs: 4.9e-324/' profiles/costs/synthetic-uniform.yaml >"$work/slow-link.yaml"
+  expect_code 3 "slow-link.yaml:[0-9]+:[0-9]+: p2p.bandwidth_gbs: 4.9e-324 is out of range \(expected a number >= 1e-06" \
+    "$octoplan" baseline profiles/models/synthetic-uniform.yaml --costs "$work/slow-link.yaml" --schedule 1f1b \
+    -o "$work/p.json"
+  sed 's/bf16: [0-9.]*/bf16: 1e-300/' profiles/clusters/cpu-local.yaml >"$work/slow-device.yaml"
+  expect_code 3 "slow-device.yaml:[0-9]+:[0-9]+: device.peak_tflops.bf16: 1e-300 is out of range" "$octoplan" \
+    estimate profiles/models/tiny-hybrid.yaml --cluster "$work/slow-device.yaml"
   # The advice for a plan that does not fit skips a TP the model cannot take (tiny-hybrid has 4
   # heads; the default cluster's 8 devices offered --tp 8, and its estimate ended the command).
   expect_code 5 "does not fit" "$octoplan" baseline profiles/models/tiny-hybrid.yaml --schedule 1f1b \
