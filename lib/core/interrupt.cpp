@@ -11,9 +11,12 @@ struct sigaction g_old_int {
 }, g_old_term{};
 
 extern "C" void on_signal(int sig) {
-  // Only async-signal-safe work here: record, and let a second signal take the default action.
-  g_signal.store(sig);
+  // Only async-signal-safe work here: record, and let a second Ctrl-C take the default action.
+  // SIGTERM stays handled: senders deliver it twice (`timeout` and process-group kills send it to
+  // the process and to its group), and the second copy ended the process without its plan.
+  if (g_signal.load() == 0) g_signal.store(sig);
   g_raised.store(true);
+  if (sig != SIGINT) return;
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);

@@ -1,7 +1,8 @@
 #pragma once
 /// SIGINT / SIGTERM as a flag, so long work (the tuner's search) can stop cleanly and keep what it
-/// found. While an InterruptFlag lives, the first such signal only raises the flag and restores
-/// the default action, so a second Ctrl-C still ends the process at once.
+/// found. While an InterruptFlag lives, the first SIGINT only raises the flag and restores the
+/// default action, so a second Ctrl-C still ends the process at once; SIGTERM only raises the flag,
+/// however often it comes (launchers deliver it twice; SIGKILL is the way to end at once).
 
 #include <atomic>
 
