@@ -20,6 +20,7 @@
 #include "interop/torch_stages.hpp"
 #include "plan/embed.hpp"
 #include "plan/plan_io.hpp"
+#include "sim/check.hpp"
 #include "sim/lower_bound.hpp"
 #include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
@@ -94,6 +95,18 @@ int run(ImportScheduleArgs a) {
   if (skeleton.method.empty()) skeleton.method = "torch-schedule";
 
   octo::Plan plan = octo::import_torch_schedule(csv, a.csv, std::move(skeleton), costs);
+  // What `check` would refuse is not written: the stage file's shapes (tp, seq, micro-batch) against
+  // the model, the stages against the layers, the programs against the stages.
+  const std::string layout = a.stages.empty() ? a.csv : a.stages;
+  if (const octo::CheckResult c = octo::check_plan(plan, layout, octo::CheckOptions::planner_view());
+      !c.inputs_ok || !c.structure_ok || !c.deadlock_free) {
+    constexpr std::size_t kShown = 10;
+    std::string list;
+    for (std::size_t i = 0; i < c.problems.size() && i < kShown; ++i) list += "\n  - " + c.problems[i];
+    if (c.problems.size() > kShown) list += fmt::format("\n  ... and {} more", c.problems.size() - kShown);
+    throw octo::Error(fmt::format("{}: the imported plan is not valid ({} problem{}):{}", a.csv,
+                                  c.problems.size(), c.problems.size() == 1 ? "" : "s", list));
+  }
   octo::SimOptions so;
   so.record_timeline = false;
   const octo::SimResult r = octo::simulate(plan, octo::make_sim_input(plan), so);

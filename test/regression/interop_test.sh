@@ -124,6 +124,11 @@ export-import)
   expect_fail "bad action" "bad.csv:1:9: cell \"0Q0\": unknown action type" \
     "$octoplan" import-schedule "$work/bad.csv" --stages "$work/1f1b.stages.json" -o "$work/keep.json"
   expect_fail "no stages" "--stages" "$octoplan" import-schedule "$work/bad.csv" -o "$work/keep.json"
+  # A stage file whose shapes the model refuses: no plan is written that check would refuse.
+  python3 -c "import json; d = json.load(open('$work/1f1b.stages.json')); d['seq'] = 2147483647; json.dump(d, open('$work/long.stages.json', 'w'))"
+  expect_fail "stage-file seq" "long.stages.json: seq: 2147483647 exceeds the seq_len" \
+    "$octoplan" import-schedule "$work/1f1b.csv" --stages "$work/long.stages.json" -o "$work/long.json"
+  [[ ! -e "$work/long.json" ]] || fail "a plan check refuses was written"
   [[ $(cat "$work/keep.json") == "keep me" ]] || fail "existing plan modified on error"
   expect_fail "torch-csv needs -o" "-o FILE.csv" "$octoplan" export "$work/1f1b.json" --format torch-csv
   # Recompute: refused with the reason, or stripped on request.
