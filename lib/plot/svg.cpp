@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 
@@ -67,8 +68,11 @@ std::string num(double v) {
 }
 
 double tick_step(double span, int target) {
-  if (!(span > 0) || target < 1) return 1;
+  if (!(span > 0) || !std::isfinite(span) || target < 1) return 1;
   const double raw = span / target;
+  // A denormal span (a report of 5e-324 ms) underflows: one step over the whole span, never 0
+  // (the tick loops add the step until they pass the span).
+  if (!(raw >= std::numeric_limits<double>::min())) return span;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   for (const double m : {1.0, 2.0, 5.0})
     if (m * mag >= raw) return m * mag;

@@ -59,6 +59,11 @@ TEST_CASE("plot: svg writer escapes text, formats numbers and balances groups") 
   CHECK(octo::svg::num(2.345) == "2.35");
   CHECK(octo::svg::tick_step(1000, 10) == 100);
   CHECK(octo::svg::tick_step(37, 10) == 5);
+  // A denormal span underflows span / target: one step over the span, never 0 (the tick loops
+  // added a 0 step for ever, 6 GB of ticks for a report of 5e-324 ms).
+  CHECK(octo::svg::tick_step(5e-324, 6) == 5e-324);
+  CHECK(octo::svg::tick_step(2e-323, 10) > 0);
+  CHECK(octo::svg::tick_step(1e-300, 6) > 0);
   octo::svg::Document doc(100, 50);
   doc.begin_group("g");
   doc.rect(1, 2, 3, 4, octo::svg::Style("#ff0000"), "tip <1>");
