@@ -81,6 +81,16 @@ inline CLI::Validator memory_gib() {
       "GiB in [1 MiB, 1 EiB]", "memory size");
 }
 
+/// A file to write that the command needs (-o): not empty. (An empty optional output means "not
+/// requested"; an empty -o used to be noticed only when the work was done.)
+inline CLI::Validator output_file() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "must name a file (got an empty path)" : "";
+      },
+      "FILE", "output file");
+}
+
 /// A seed: any integer in [0, 2^64).
 inline CLI::Validator seed() {
   return CLI::Validator(

@@ -170,7 +170,9 @@ Runner setup(CLI::App& app) {
          "uniform: equal block counts, embedding on the first stage and LM head on the last (Megatron); "
          "balanced: min-max split of F+B+W per layer")
       ->check(CLI::IsMember({"uniform", "balanced"}));
-  cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();
+  cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")
+      ->required()
+      ->check(octo::cli::output_file());
   cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace");
   cmd->add_flag(
       "--allow-oversubscribed-memory", args.allow_oversubscribed,

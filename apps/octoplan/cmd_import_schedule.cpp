@@ -162,7 +162,9 @@ Runner setup(CLI::App& app) {
       ->check(octo::cli::integer(1, octo::kMaxInputInteger,
                                  "the bound of training.microbatches in a model file"));
   cmd->add_option("--method", args.method, "Method name stored in the plan (default: the stage file's)");
-  cmd->add_option("-o,--output", args.output, "Plan file to write")->required();
+  cmd->add_option("-o,--output", args.output, "Plan file to write")
+      ->required()
+      ->check(octo::cli::output_file());
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/exit_code.hpp"
 #include "core/fs.hpp"
 #include "core/interrupt.hpp"
@@ -89,7 +90,9 @@ Runner setup(CLI::App& app) {
                                      "the plan file");
   add_input_options(cmd, args.inputs);
   add_tune_options(cmd, args.tune);
-  cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")->required();
+  cmd->add_option("-o,--output", args.output, "Plan file to write (JSON)")
+      ->required()
+      ->check(octo::cli::output_file());
   cmd->add_option("--trace", args.trace, "Also write the simulated timeline as a Chrome/Perfetto trace");
   cmd->add_flag(
       "--allow-oversubscribed-memory", args.allow_oversubscribed,

@@ -83,7 +83,9 @@ Runner setup(CLI::App& app) {
   cmd->add_option("--memory-limit-gib", args.memory_limit_gib,
                   "Per-device memory limit in GiB (default: the device's memory)")
       ->check(octo::cli::memory_gib());
-  cmd->add_option("-o,--output", args.output, "SVG file to write")->required();
+  cmd->add_option("-o,--output", args.output, "SVG file to write")
+      ->required()
+      ->check(octo::cli::output_file());
   return [] { return run(args); };
 }
 

@@ -108,7 +108,9 @@ Runner setup(CLI::App& app) {
       "per-op overhead on this backend; write a measured costs file for octoplan --costs (launch with "
       "mpirun -np 2 to measure the link)");
   cmd->add_option("model", args.model, "Model description (profiles/models/*.yaml)")->required();
-  cmd->add_option("-o,--output", args.output, "Costs file to write (YAML)")->required();
+  cmd->add_option("-o,--output", args.output, "Costs file to write (YAML)")
+      ->required()
+      ->check(octo::cli::output_file());
   add_backend_option(*cmd, args.options.backend, backends);
   cmd->add_option("--micro-batch", args.options.micro_batch,
                   "Sequences per micro-batch (default: the model's)")

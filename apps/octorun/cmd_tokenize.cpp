@@ -10,6 +10,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "common/cli.hpp"
 #include "core/exit_code.hpp"
 #include "exec/agree.hpp"
 #include "nn/tokenize.hpp"
@@ -52,7 +53,9 @@ Runner setup(CLI::App& app) {
       "Tokenize a text file byte by byte (vocabulary 256) into a Megatron-LM indexed dataset PREFIX.bin + "
       "PREFIX.idx, one document per paragraph; octorun --data PREFIX trains on it");
   cmd->add_option("text", args.text, "Text file")->required();
-  cmd->add_option("-o,--output", args.prefix, "Output prefix: writes PREFIX.bin and PREFIX.idx")->required();
+  cmd->add_option("-o,--output", args.prefix, "Output prefix: writes PREFIX.bin and PREFIX.idx")
+      ->required()
+      ->check(octo::cli::output_file());
   cmd->add_option("--dtype", args.dtype, "Token type of PREFIX.bin")
       ->check(CLI::IsMember({"uint16", "int32"}))
       ->capture_default_str();

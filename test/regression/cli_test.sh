@@ -155,6 +155,7 @@ exit-codes)
   tiny=(profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml)
   expect_code 2 "--pp: must be at least 1 \(got 0\)" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 0 -o "$work/p.json"
   expect_code 2 "--frobnicate" "$octoplan" estimate "${tiny[@]}" --frobnicate
+  expect_code 2 "--output: must name a file" "$octoplan" baseline "${tiny[@]}" --schedule 1f1b --pp 2 -o ""
   expect_code 2 "--steps: must be at least 1" "$bin/octorun" plans/tiny-hybrid.1f1b.cpu2.json --steps 0
   expect_code 3 "nowhere.yaml" "$octoplan" estimate "$work/nowhere.yaml"
   # A limit that would round to 0 bytes ("no limit": everything fits) is refused.
