@@ -66,6 +66,26 @@ std::vector<DeviceMemoryPrediction> predicted_memory(const ExecPlan& plan, bool&
   return out;
 }
 
+std::vector<std::int64_t> model_static_bytes(const ExecPlan& plan) {
+  const Plan& p = plan.plan;
+  const int dp = std::max(p.dp, 1), ep = std::max(p.ep, 1), tp = std::max(p.tp, 1);
+  const double dense = param_state_bytes(DType::FP32, optimizer_shards(p.zero, dp, ep, false));
+  const double expert = param_state_bytes(DType::FP32, optimizer_shards(p.zero, dp, ep, true));
+  std::vector<double> bytes(static_cast<std::size_t>(std::max(p.devices, 0)), 0.0);
+  for (const Stage& st : p.stages) {
+    if (st.device < 0 || static_cast<std::size_t>(st.device) >= bytes.size()) continue;
+    for (int l = st.first_layer; l < st.end_layer; ++l) {
+      const LayerCounts c = layer_counts(plan.model, static_cast<std::size_t>(l), 1, 1);
+      const auto routed = static_cast<double>(c.routed_expert_params);
+      bytes[static_cast<std::size_t>(st.device)] += (static_cast<double>(c.params) - routed) / tp * dense +
+                                                    routed / (static_cast<double>(tp) * ep) * expert;
+    }
+  }
+  std::vector<std::int64_t> out;
+  for (const double b : bytes) out.push_back(static_cast<std::int64_t>(std::min(b, 9.0e18)));
+  return out;
+}
+
 MemoryComparison compare_memory(const ExecPlan& plan, const HeldBytes& held,
                                 const std::vector<StepStats>& steps, Comm& world) {
   const auto R = static_cast<std::size_t>(world.size());

@@ -57,6 +57,14 @@ struct DeviceMemoryPrediction {
 };
 [[nodiscard]] std::vector<DeviceMemoryPrediction> predicted_memory(const ExecPlan& plan, bool& repriced);
 
+/// The fp32 parameter state (weights, gradients, optimizer) per pipeline device that the executor
+/// allocates for the plan's embedded model: each stage's layers' parameters from the model's own
+/// counts (spec/model.hpp), dense ones per TP rank, routed experts per TP x EP rank. The costs'
+/// parameter counts, which the prediction uses, may be smaller (a costs file may leave the
+/// embedding out, or the model may have been edited after planning); the memory guard takes the
+/// larger of the two.
+[[nodiscard]] std::vector<std::int64_t> model_static_bytes(const ExecPlan& plan);
+
 /// The end-of-run table: one line per rank, MiB, measured parts and the prediction.
 [[nodiscard]] std::string memory_table(const MemoryComparison& memory);
 

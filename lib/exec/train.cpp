@@ -114,6 +114,7 @@ struct RankPeak {
   int device = 0;
   double bytes = 0;
   bool repriced = false;
+  bool from_model = false;  ///< the model's parameter state, larger than the prediction
 };
 
 RankPeak predicted_rank_peak(const ExecPlan& plan, int rank) {
@@ -123,18 +124,31 @@ RankPeak predicted_rank_peak(const ExecPlan& plan, int rank) {
   out.device = RankLayout(p.devices, p.tp, p.dp, p.ep).coords(rank).pp;
   const auto d = static_cast<std::size_t>(out.device);
   if (d < predicted.size()) out.bytes = static_cast<double>(predicted[d].peak_bytes);
+  // What the model's own parameters take, when the costs priced fewer (an edited model, a costs
+  // file that leaves the embedding out): a model's vocab edited to 2e9 passed as 3.5 MiB.
+  const std::vector<std::int64_t> model = model_static_bytes(plan);
+  if (d < model.size() && static_cast<double>(model[d]) > out.bytes) {
+    out.bytes = static_cast<double>(model[d]);
+    out.from_model = true;
+  }
   return out;
 }
 
-/// The refusal of a CPU run whose `who` would need `need_bytes` by the prediction, more than the
-/// machine's `physical` bytes.
-Error too_large_for_machine(const std::string& who, double need_bytes, bool repriced, std::int64_t physical) {
+/// The refusal of a CPU run whose `who` would need `need_bytes` by `basis` (the prediction, or the
+/// model's parameter state where that is larger), more than the machine's `physical` bytes.
+Error too_large_for_machine(const std::string& who, double need_bytes, const RankPeak& basis,
+                            std::int64_t physical) {
+  const std::string by =
+      basis.from_model
+          ? std::string(
+                " by the fp32 parameter state of the model it runs (more than "
+                "the plan's prediction: were the costs made for this model?)")
+          : fmt::format(" by the plan's prediction{}", basis.repriced ? " (re-priced at fp32)" : "");
   return Error(
-      fmt::format("{} would need about {:.1f} GiB of memory by the plan's prediction{}, more than this "
-                  "machine's {:.1f} GiB (expected a plan that fits: more pipeline devices or machines, "
-                  "recompute, a smaller micro-batch or seq)",
-                  who, to_gib(need_bytes), repriced ? " (re-priced at fp32)" : "",
-                  to_gib(static_cast<double>(physical))),
+      fmt::format("{} would need about {:.1f} GiB of memory{}, more than this machine's {:.1f} GiB "
+                  "(expected a plan that fits: more pipeline devices or machines, recompute, a smaller "
+                  "micro-batch or seq)",
+                  who, to_gib(need_bytes), by, to_gib(static_cast<double>(physical))),
       ErrorKind::TooLarge);
 }
 
@@ -145,7 +159,7 @@ void check_rank_memory(const TrainOptions& o, const ExecPlan& plan, int rank) {
   const RankPeak mine = predicted_rank_peak(plan, rank);
   const std::int64_t physical = physical_memory_bytes();
   if (physical <= 0 || mine.bytes <= static_cast<double>(physical)) return;
-  throw too_large_for_machine(fmt::format("rank {}", rank), mine.bytes, mine.repriced, physical);
+  throw too_large_for_machine(fmt::format("rank {}", rank), mine.bytes, mine, physical);
 }
 
 /// Refuses (TooLarge) a CPU run whose ranks on this machine would together need more memory than
@@ -177,7 +191,7 @@ void check_host_memory(const TrainOptions& o, const ExecPlan& plan, Comm& world)
       fmt::format("the plan's {} rank{} on this machine (rank {}, pipeline device {}: "
                   "{:.1f} GiB)",
                   here, here == 1 ? "" : "s", world.rank(), mine.device, to_gib(mine.bytes)),
-      need_mib * kMiB, mine.repriced, physical);
+      need_mib * kMiB, mine, physical);
 }
 
 Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& backends) {

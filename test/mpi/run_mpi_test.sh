@@ -137,6 +137,19 @@ cli)
   cat "$dir/huge.log"
   [ "$rc" -eq 6 ] || fail "a plan needing more memory than the machine has exits $rc, not 6"
   grep -q "would need about .* GiB of memory by the plan's prediction" "$dir/huge.log" || fail "no clear message"
+  # The plan's embedded model edited after planning (vocab 256 -> 2e9): its costs still price 3.5 MiB
+  # per rank, the executor would allocate the model's 1.9 TiB; refused at set-up too (it ended in
+  # bad_alloc with MPI_ABORT noise).
+  python3 - "$dir/plan.json" "$dir/edited.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["inputs"]["model"]["yaml"] = plan["inputs"]["model"]["yaml"].replace("vocab: 256", "vocab: 2000000000")
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+  mpirun_n 2 "$octorun" "$dir/edited.json" --steps 1 >"$dir/edited.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 6 ] || { cat "$dir/edited.log"; fail "a plan whose model was edited to 2e9 tokens exits $rc, not 6"; }
+  grep -q "by the fp32 parameter state of the model it runs" "$dir/edited.log" || fail "no clear message for the edited model"
   # More validation batches than the validation data has windows: a usage error at set-up (exit 2),
   # where --val-batches 2147483647 ran validation passes for days; the most it allows runs.
   head -c 4000 "$data" >"$dir/val.txt"
