@@ -53,15 +53,21 @@ inline std::optional<double> finite_number(const std::string& text) {
   return v;
 }
 
-/// A finite number above `lo` (or at least `lo` when `inclusive`).
-inline CLI::Validator number(double lo, bool inclusive = false) {
+/// The largest value an option that becomes a float (fp32) may take: a learning rate of 1e300 was
+/// inf in the optimizer.
+inline constexpr double kMaxFloatOption = 3.4e38;
+
+/// A finite number above `lo` (or at least `lo` when `inclusive`) and at most `hi`.
+inline CLI::Validator number(double lo, bool inclusive = false,
+                             double hi = std::numeric_limits<double>::max()) {
   return CLI::Validator(
-      [lo, inclusive](std::string& text) -> std::string {
+      [lo, inclusive, hi](std::string& text) -> std::string {
         const std::optional<double> parsed = finite_number(text);
         if (!parsed) return fmt::format("must be a finite number (got '{}')", text);
         const double v = *parsed;
         if (inclusive ? v < lo : v <= lo)
           return fmt::format("must be {} {} (got {})", inclusive ? "at least" : "greater than", lo, text);
+        if (v > hi) return fmt::format("must be at most {:g} (got {})", hi, text);
         return {};
       },
       inclusive ? fmt::format("NUMBER >= {}", lo) : fmt::format("NUMBER > {}", lo), "number");

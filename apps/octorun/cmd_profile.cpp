@@ -26,6 +26,10 @@
 namespace octorun {
 namespace {
 
+/// The most repetitions (measured or warm-up) a profile runs: each runs every layer, so a million
+/// is already days; 2e9 overflowed the micro-batch index into a meaningless error.
+constexpr std::int64_t kMaxReps = 1'000'000;
+
 struct ProfileArgs {
   std::string model;
   std::string output;
@@ -121,10 +125,10 @@ Runner setup(CLI::App& app) {
   cmd->add_option("--reps", args.options.reps,
                   "Measured repetitions, each running every layer (medians over repetitions, ranks and "
                   "layers of a kind)")
-      ->check(octo::cli::integer(1))
+      ->check(octo::cli::integer(1, kMaxReps, "a million repetitions"))
       ->capture_default_str();
   cmd->add_option("--warmup", args.options.warmup, "Repetitions run before measuring")
-      ->check(octo::cli::integer(0))
+      ->check(octo::cli::integer(0, kMaxReps, "a million repetitions"))
       ->capture_default_str();
   cmd->add_option("--seed", args.options.seed, "Parameter initialization seed")
       ->check(octo::cli::seed())

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       ->check(cli::seed())
       ->capture_default_str();
   app.add_option("--lr", o.lr, "AdamW learning rate (the peak of --lr-schedule)")
-      ->check(cli::number(0))
+      ->check(cli::number(0, false, cli::kMaxFloatOption))
       ->capture_default_str();
   std::string schedule = "constant";
   app.add_option("--lr-schedule", schedule,
@@ -95,18 +95,18 @@ int main(int argc, char** argv) {
       ->check(cli::integer(0))
       ->capture_default_str();
   app.add_option("--min-lr", o.loop.schedule.min_lr, "The rate the decay ends at")
-      ->check(cli::number(0, true))
+      ->check(cli::number(0, true, cli::kMaxFloatOption))
       ->capture_default_str();
   app.add_option("--decay-steps", o.loop.schedule.decay_steps,
                  "The step where the decay reaches --min-lr (default: --steps)")
       ->check(cli::integer(0));
   app.add_option("--weight-decay", o.loop.weight_decay,
                  "AdamW's decoupled weight decay of the matrices (norms, biases and SSM scalars have none)")
-      ->check(cli::number(0, true))
+      ->check(cli::number(0, true, cli::kMaxFloatOption))
       ->capture_default_str();
   app.add_option("--clip-grad", o.loop.clip_grad,
                  "Clip the gradients to this global norm, over all stages and replicas (0: no clipping)")
-      ->check(cli::number(0, true))
+      ->check(cli::number(0, true, cli::kMaxFloatOption))
       ->capture_default_str();
   app.add_option(
       "--metrics", o.loop.metrics_path,
@@ -138,8 +138,10 @@ int main(int argc, char** argv) {
   app.add_option("--tolerance", o.check_tolerance, "Tolerance of --check")
       ->check(cli::number(0))
       ->capture_default_str();
-  app.add_option("--timeout", o.timeout_s, "Seconds any transfer or collective may wait before the job fails")
-      ->check(cli::number(0))
+  app.add_option(
+         "--timeout", o.timeout_s,
+         "Seconds any transfer or collective may wait before the job fails (at most 1e8: about three years)")
+      ->check(cli::number(0, false, 1e8))
       ->capture_default_str();
   app.add_option("--warmup", o.warmup_steps, "Steps left out of the measured medians")
       ->check(cli::integer(0))

@@ -16,6 +16,7 @@
 #include "core/random.hpp"
 #include "core/system.hpp"
 #include "core/units.hpp"
+#include "cost/inputs.hpp"
 #include "exec/runtime.hpp"
 #include "nn/data.hpp"
 #include "nn/model.hpp"
@@ -507,8 +508,9 @@ std::string describe_device(const nn::Device& device, const std::string& hardwar
 
 ModelSpec profiled_model(const ModelSpec& model, const ProfileOptions& options) {
   ModelSpec out = model;
-  if (options.micro_batch > 0) out.training.micro_batch = options.micro_batch;
-  if (options.seq > 0) out.seq_len = options.seq;
+  // The planner's bounds (cost/inputs.hpp): a sequence longer than the model's seq_len gives costs
+  // no plan can use (--seq 100000 on a 64-token model ran out of memory in the attention scores).
+  override_shape(out, options.micro_batch, options.seq);
   return out;
 }
 

@@ -150,6 +150,14 @@ PY
   rc=$?
   [ "$rc" -eq 6 ] || { cat "$dir/edited.log"; fail "a plan whose model was edited to 2e9 tokens exits $rc, not 6"; }
   grep -q "by the fp32 parameter state of the model it runs" "$dir/edited.log" || fail "no clear message for the edited model"
+  # Values a float or a clock cannot hold: usage errors (an instant time-out, an inf learning rate).
+  for bad in "--timeout 1e10" "--lr 1e300" "--weight-decay 1e39"; do
+    # shellcheck disable=SC2086
+    mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 $bad >"$dir/bad-option.log" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] || { cat "$dir/bad-option.log"; fail "$bad exits $rc, not 2"; }
+    grep -q "must be at most" "$dir/bad-option.log" || fail "no clear message for $bad"
+  done
   # More validation batches than the validation data has windows: a usage error at set-up (exit 2),
   # where --val-batches 2147483647 ran validation passes for days; the most it allows runs.
   head -c 4000 "$data" >"$dir/val.txt"

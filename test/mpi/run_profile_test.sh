@@ -86,4 +86,13 @@ rc=$?
 [[ $rc -eq 3 ]] || { cat "$dir/v64.log"; fail "out-of-vocabulary data exited $rc (expected 3)"; }
 grep -q "outside the model's vocabulary of 64" "$dir/v64.log" || { cat "$dir/v64.log"; fail "no vocabulary message"; }
 [[ ! -e "$dir/huge.yaml" && ! -e "$dir/v64-costs.yaml" ]] || fail "a refused profile left a costs file"
+# 6. Shapes and counts the planner would refuse are usage errors (exit 2): a sequence longer than
+#    the model's (it ran out of memory in the attention scores), 2e9 repetitions (an int overflow).
+"$bin/octorun" profile "$model" --seq 100000 -o "$dir/long.yaml" >"$dir/long.log" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || { cat "$dir/long.log"; fail "--seq 100000 on a 64-token model exited $rc (expected 2)"; }
+grep -q -- "--seq: 100000 is longer than the seq_len 64" "$dir/long.log" || { cat "$dir/long.log"; fail "no --seq message"; }
+"$bin/octorun" profile "$model" --reps 2000000000 -o "$dir/reps.yaml" >"$dir/reps.log" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || { cat "$dir/reps.log"; fail "--reps 2e9 exited $rc (expected 2)"; }
 echo "PASS (profile-accuracy)"
