@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include "core/checksum.hpp"
@@ -20,6 +21,7 @@
 #include "core/log.hpp"
 #include "exec/agree.hpp"
 #include "exec/layer_file.hpp"
+#include "spec/limits.hpp"
 
 namespace octo::exec {
 namespace {
@@ -84,12 +86,14 @@ class Fields {
     if (it == j.end()) bad(where, "missing");
     return *it;
   }
-  std::int64_t integer(const json& j, const std::string& path, const std::string& key,
-                       std::int64_t min = 0) const {
+  std::int64_t integer(const json& j, const std::string& path, const std::string& key, std::int64_t min = 0,
+                       std::int64_t max = std::numeric_limits<std::int64_t>::max()) const {
     const json& v = at(j, path, key);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < min)
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
+        v.get<std::int64_t>() < min || v.get<std::int64_t>() > max)
       bad(path.empty() ? key : path + "." + key,
-          fmt::format("{} (expected an integer >= {})", v.dump(), min));
+          fmt::format("{} (expected an integer from {} to {})", v.dump(), min, max));
     return v.get<std::int64_t>();
   }
   std::uint64_t unsigned_integer(const json& j, const std::string& path, const std::string& key) const {
@@ -172,12 +176,14 @@ CheckpointManifest CheckpointManifest::from_json(const json& j, const std::strin
   m.model.hash = f.hex(model, "model", "hash", 16);
   m.model.structure = f.string(model, "model", "structure");
   m.layers = static_cast<std::size_t>(f.integer(model, "model", "layers", 1));
-  m.step = f.integer(j, "", "step");
+  // Counts a run can reach (--steps is at most 2^31 - 1; samples stay far below 2^53): a larger
+  // one is a corrupt manifest, whose sample indices would overflow during the run.
+  m.step = f.integer(j, "", "step", 0, kMaxInputInteger);
   m.data = f.at(j, "", "data");
-  m.next_sample = f.integer(m.data, "data", "next_sample");
+  m.next_sample = f.integer(m.data, "data", "next_sample", 0, std::int64_t{1} << 53);
   m.seed = f.unsigned_integer(f.at(j, "", "rng"), "rng", "seed");
   m.optimizer = f.at(j, "", "optimizer");
-  m.optimizer_steps = f.integer(m.optimizer, "optimizer", "steps");
+  m.optimizer_steps = f.integer(m.optimizer, "optimizer", "steps", 0, kMaxInputInteger);
   m.lr_schedule = f.at(j, "", "lr_schedule");
   m.plan = f.at(j, "", "plan");
   const json& layers = f.at(j, "", "layers");

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/checksum.hpp"
 #include "core/error.hpp"
@@ -232,6 +233,16 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
     std::ofstream(ckpt / "manifest.json", std::ios::trunc) << j.dump(2);
     const Run r = train(plan, load, 2);
     CHECK_THAT(r.error, Catch::Contains("manifest.json: data.next_sample: missing"));
+  }
+  SECTION("a data position no run reaches is refused at load, naming the field") {
+    // 2^63 - 1 was accepted and overflowed into a negative sample index during the run, blamed on
+    // the data file.
+    auto j = nlohmann::json::parse(read_file((ckpt / "manifest.json").string()));
+    j["data"]["next_sample"] = std::numeric_limits<std::int64_t>::max();
+    std::ofstream(ckpt / "manifest.json", std::ios::trunc) << j.dump(2);
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error, Catch::Contains("manifest.json: data.next_sample: 9223372036854775807 (expected an "
+                                        "integer from 0 to 9007199254740992)"));
   }
   SECTION("a truncated layer file") {
     const fs::path file = ckpt / "layer-00000.safetensors";
