@@ -209,9 +209,26 @@ CheckpointManifest CheckpointManifest::from_json(const json& j, const std::strin
 
 std::string checkpoint_folder_name(std::int64_t step) { return fmt::format("{}{:08d}", kStepPrefix, step); }
 
-void check_save_dir(const std::string& dir) {
+void check_save_dir(const std::string& dir, std::initializer_list<OutputPath> outputs) {
   std::error_code ec;
   const fs::path p(dir);
+  const auto resolved = [](const std::string& path) {
+    std::error_code e;
+    const fs::path absolute = fs::absolute(path, e);
+    const fs::path canonical = fs::weakly_canonical(absolute, e);
+    return (e ? absolute.lexically_normal() : canonical).string();
+  };
+  const std::string inside = resolved(dir);
+  for (const OutputPath& o : outputs) {
+    if (o.path.empty()) continue;
+    const std::string at = resolved(o.path);
+    if (at == inside || (at.size() > inside.size() && at.compare(0, inside.size(), inside) == 0 &&
+                         (inside.back() == '/' || at[inside.size()] == '/')))
+      fail_output(
+          "{} {}: lies inside the --save folder {}, where the saves write and --keep prunes (expected a "
+          "file outside it)",
+          o.option, o.path, dir);
+  }
   if (fs::is_symlink(p, ec) && !fs::exists(p, ec))
     fail_output("--save {}: is a dangling symbolic link (expected the checkpoint folder, or a new one)", dir);
   fs::path folder = p;  // where the saves create their folders

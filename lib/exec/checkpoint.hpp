@@ -15,10 +15,12 @@
 /// All ranks must see DIR (one node, or a shared file system).
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/fs.hpp"
 #include "exec/comm.hpp"
 #include "exec/layer_state.hpp"
 #include "spec/fingerprint.hpp"
@@ -57,8 +59,10 @@ struct CheckpointManifest {
 [[nodiscard]] std::string checkpoint_folder_name(std::int64_t step);
 
 /// Refuses a --save folder before any work: it must be a folder, or not exist in a folder that
-/// does. Throws octo::Error naming the option.
-void check_save_dir(const std::string& dir);
+/// does, and none of the run's other `outputs` (--metrics, --report, ...) may lie inside it (the
+/// saves rewrite `latest` and --keep prunes there: --metrics DIR/latest lost every line). Throws
+/// octo::Error naming the option.
+void check_save_dir(const std::string& dir, std::initializer_list<OutputPath> outputs = {});
 
 /// What a test asks of a save: `kill_after_files`: this rank kills itself with SIGKILL once its
 /// layer files are written (a crash in the middle of a save).

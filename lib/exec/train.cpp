@@ -206,7 +206,10 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
       for (std::string& f : nn::token_files(data)) inputs.push_back(std::move(f));
   check_output_paths(
       {{"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}}, inputs);
-  if (!o.loop.save_dir.empty()) check_save_dir(o.loop.save_dir);
+  if (!o.loop.save_dir.empty())
+    check_save_dir(
+        o.loop.save_dir,
+        {{"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}});
   if (o.check && !o.loop.load_path.empty())
     fail("--check compares a fresh model with the sequential reference: it cannot start from --load {}",
          o.loop.load_path);
