@@ -353,17 +353,33 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
       sync_dir(root);
       write_file_atomic((root / kLatest).string(), name + "\n");
 
-      // --keep: this checkpoint and the newest keep - 1 before it stay; later steps are those of
-      // a run that went back to an earlier checkpoint, superseded by this one.
+      // --keep: this checkpoint and the newest keep - 1 earlier ones of the same model stay. Only
+      // those are pruned: a later step (another run's, or one this run went back from) and a
+      // checkpoint of another model or one that cannot be read are left, never deleted unseen.
       if (keep > 0) {
         std::vector<std::string> older;
+        std::vector<std::string> left;
         for (const std::string& c : list_checkpoints(dir)) {
           const std::int64_t s = step_of(fs::path(c).filename().string());
-          if (s > manifest.step) fs::remove_all(c);
-          if (s < manifest.step) older.push_back(c);
+          if (s == manifest.step) continue;
+          bool same_model = false;
+          try {
+            same_model = read_manifest(c).model.hash == manifest.model.hash;
+          } catch (const std::exception&) {
+          }
+          if (s < manifest.step && same_model)
+            older.push_back(c);
+          else
+            left.push_back(fs::path(c).filename().string());
         }
         const std::size_t stay = static_cast<std::size_t>(keep - 1);
         for (std::size_t i = 0; i + stay < older.size(); ++i) fs::remove_all(older[i]);
+        if (!left.empty())
+          log::warn(
+              "checkpoint",
+              "--keep {}: {} left in {} (later steps or another model's checkpoints; --keep prunes only "
+              "earlier checkpoints of this model)",
+              keep, fmt::join(left, ", "), dir);
       }
       for (const auto& entry : fs::directory_iterator(root)) {  // leftovers of crashed saves
         const std::string n = entry.path().filename().string();

@@ -328,6 +328,35 @@ TEST_CASE("checkpoint: --keep 2 keeps the two newest, --save-every saves on sche
   CHECK(fs::path(left[0]).filename() == "step-00000006");
   CHECK(fs::path(left[1]).filename() == "step-00000007");
   CHECK(read_file(dir.str("latest")) == "step-00000007\n");
+
+  // A fresh, shorter run into the same folder prunes only earlier checkpoints of its model: the
+  // earlier run's later steps (6, 7) and another model's checkpoint stay (they were deleted unseen),
+  // as does a step folder without a manifest (not a checkpoint).
+  std::string yaml = read_file(testing::kTinyModel);
+  yaml.replace(yaml.find("hidden: 64"), 10, "hidden: 32");
+  write_file_atomic(dir.str("other.yaml"), yaml);
+  const ExecPlan other =
+      plan_of(baseline("1f1b", 2, 1, 4, PartitionKind::Uniform, dir.str("other.yaml")), "other");
+  TempDir side("keep-other");
+  save_after(other, side.str(), 1);
+  fs::rename(side.path / "step-00000001", dir.path / "step-00000001");
+  fs::create_directories(dir.path / "step-00000000");  // no manifest
+  o.save_every = 0;
+  o.keep = 1;
+  REQUIRE(train(plan, o, 2).error.empty());  // saves step 2 only
+  std::vector<std::string> names;
+  for (const std::string& c : list_checkpoints(dir.str())) names.push_back(fs::path(c).filename().string());
+  CHECK(names ==
+        std::vector<std::string>{"step-00000001", "step-00000002", "step-00000006", "step-00000007"});
+  CHECK(read_file(dir.str("latest")) == "step-00000002\n");
+  CHECK(fs::exists(dir.path / "step-00000000"));
+  // Its next save prunes its own step 2, still nothing else.
+  o.load_path = dir.str();
+  REQUIRE(train(plan, o, 3).error.empty());
+  names.clear();
+  for (const std::string& c : list_checkpoints(dir.str())) names.push_back(fs::path(c).filename().string());
+  CHECK(names ==
+        std::vector<std::string>{"step-00000001", "step-00000003", "step-00000006", "step-00000007"});
 }
 
 TEST_CASE("checkpoint: the manifest records what resuming needs, and the files check against it",
