@@ -1,10 +1,15 @@
 #include "nn/data.hpp"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/system.hpp"
+#include "core/units.hpp"
 #include "nn/init.hpp"
 #include "nn/token_formats.hpp"
 
@@ -201,6 +206,23 @@ std::pair<TokenData, TokenData> split_validation(const TokenData& data, double f
         data.source(), fraction, val, n);
   return {data.slice(0, n - val, data.source() + " (training part)"),
           data.slice(n - val, n, data.source() + " (validation part)")};
+}
+
+std::string read_token_text(const std::string& path, double held_per_byte) {
+  const std::int64_t physical = physical_memory_bytes();
+  const std::size_t limit =
+      physical > 0 ? static_cast<std::size_t>(static_cast<double>(physical) / held_per_byte) : kNoReadLimit;
+  FileRead r = try_read_file(path, limit);
+  if (r.too_large)
+    throw Error(
+        fmt::format(
+            "{}: {}: byte-level text is read whole, allowing {:g} bytes of memory per byte, and this "
+            "machine has {} (expected a smaller file; a Megatron dataset made by `octorun tokenize` is "
+            "memory-mapped instead)",
+            path, r.problem, held_per_byte, human_bytes(static_cast<double>(physical))),
+        ErrorKind::TooLarge);
+  if (!r.problem.empty()) fail("{}: {}", path, r.problem);
+  return std::move(r.bytes);
 }
 
 }  // namespace octo::nn

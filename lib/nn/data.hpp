@@ -83,6 +83,13 @@ class TokenData {
   std::string format_;
 };
 
+/// The bytes of a text file read whole (byte-level tokens), refused (octo::Error, kind TooLarge,
+/// naming the file) when this machine's memory could not hold them, `held_per_byte` bytes of
+/// memory allowed per input byte (what they take while used, and the share of the memory one
+/// reader may have). /dev/zero or a 20 GB file used to end in a bare
+/// std::bad_alloc after minutes.
+[[nodiscard]] std::string read_token_text(const std::string& path, double held_per_byte);
+
 /// The former name, from when byte-level text was the only format.
 using TextData = TokenData;
 

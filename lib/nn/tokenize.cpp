@@ -28,7 +28,8 @@ TokenizeSummary tokenize_to_indexed_dataset(const std::string& text_path, const 
   if (prefix.empty() || prefix.back() == '/')
     fail_output("-o '{}': expected a prefix that names files (PREFIX.bin and PREFIX.idx)", prefix);
   check_output_paths({{"-o", prefix + ".bin"}, {"-o", prefix + ".idx"}}, {text_path});
-  const std::string text = read_file(text_path, kNoReadLimit);
+  // The text, its int64 tokens and the written bytes (up to 4 per token) while they are held.
+  const std::string text = read_token_text(text_path, 13);
   if (text.empty()) fail("{}: the text is empty: nothing to tokenize", text_path);
   const std::vector<std::size_t> docs = paragraph_lengths(text);
   std::vector<std::int64_t> tokens(text.size());

@@ -538,6 +538,13 @@ token-formats)
   # here by Python: the same token stream, so the same losses bit for bit.
   "$octorun" tokenize "$data" -o "$dir/corpus" >"$dir/tok.log" 2>&1 || { cat "$dir/tok.log"; fail "tokenize failed"; }
   cat "$dir/tok.log"
+  # A text no machine holds (/dev/zero never ends): refused once the machine's share is read, exit 6,
+  # naming the file (it ran to bad_alloc at 17 GB after a minute).
+  "$octorun" tokenize /dev/zero -o "$dir/zero" >"$dir/zero.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 6 ] || { cat "$dir/zero.log"; fail "tokenize /dev/zero exits $rc, not 6"; }
+  grep -q "/dev/zero: larger than .* byte-level text is read whole" "$dir/zero.log" || fail "no clear message for /dev/zero"
+  [ ! -e "$dir/zero.bin" ] || fail "a refused tokenize left a .bin file"
   python3 - "$data" "$dir/corpus" "$dir/corpus.llmc.bin" <<'PY' || fail "the token files are wrong"
 import struct, sys
 text = open(sys.argv[1], "rb").read()
