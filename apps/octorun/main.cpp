@@ -202,6 +202,11 @@ int main(int argc, char** argv) {
       std::fflush(stderr);
       return octo::code(octo::ExitCode::RunFailed);
     }
+    if (!result.output_error.empty()) {
+      fmt::print(stderr, "octorun: error: {} (the training itself completed)\n", result.output_error);
+      std::fflush(stderr);
+      return octo::code(octo::ExitCode::Output);
+    }
     return octo::code(result.check_failed(o.check_tolerance) ? octo::ExitCode::Invalid : octo::ExitCode::Ok);
   } catch (const std::exception& e) {
     // A failure while the job runs: other ranks may be blocked on this one, so end them all.

@@ -196,7 +196,20 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
 
 void check_output_path(const std::string& path, std::string_view option) {
   if (path.empty()) return;
-  (void)resolve_output(path, option);
+  const OutputTarget t = resolve_output(path, option);
+  if (t.plain || t.fd >= 0) return;
+  // A regular file is written through a temporary file beside it: create one now, so that a folder
+  // that takes none (/proc/self, a read-only file system) is refused before the work, not after a
+  // long run.
+  namespace fs = std::filesystem;
+  const fs::path target(t.path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string probe = (dir / fmt::format(".{}.probeXXXXXX", target.filename().string())).string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0)
+    fail_output("{} {}: cannot create files in {}: {}", option, path, dir.string(), std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void check_output_paths(std::initializer_list<OutputPath> outputs, const std::vector<std::string>& inputs) {
@@ -213,6 +226,7 @@ void check_output_paths(std::initializer_list<OutputPath> outputs, const std::ve
   std::vector<std::pair<std::string, std::string_view>> seen;  // (identity, option) of file outputs
   for (const OutputPath& o : outputs) {
     if (o.path.empty()) continue;
+    check_output_path(o.path, o.option);
     const OutputTarget t = resolve_output(o.path, o.option);
     if (t.plain || t.fd >= 0) continue;
     const std::string id = identity(t.path);

@@ -433,13 +433,21 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     if (re.error.empty())
       fmt::print("simulated with the measured op times: iteration {:.2f} ms, bubble {:.1f} %\n",
                  re.iteration_time_ms, 100.0 * re.bubble_ratio);
-    if (!o.report_path.empty()) {
-      write_file_atomic(o.report_path, to_json(report).dump(2) + "\n");
-      fmt::print("wrote {}\n", o.report_path);
-    }
-    if (!o.trace_path.empty()) {
-      write_trace(o.trace_path, measured_timeline(plan, stats));
-      fmt::print("wrote {} (open in ui.perfetto.dev)\n", o.trace_path);
+    // The outputs after the run: a failure here (/dev/full, a descriptor that takes no bytes) is
+    // an output error of rank 0 alone, after every rank finished: exit 4, no abort of the others.
+    const char* option = "--report";
+    try {
+      if (!o.report_path.empty()) {
+        write_file_atomic(o.report_path, to_json(report).dump(2) + "\n");
+        fmt::print("wrote {}\n", o.report_path);
+      }
+      option = "--trace";
+      if (!o.trace_path.empty()) {
+        write_trace(o.trace_path, measured_timeline(plan, stats));
+        fmt::print("wrote {} (open in ui.perfetto.dev)\n", o.trace_path);
+      }
+    } catch (const Error& e) {
+      result.output_error = fmt::format("{}: {}", option, e.what());
     }
     std::fflush(stdout);
   }

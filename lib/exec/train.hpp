@@ -50,6 +50,8 @@ struct TrainResult {
   /// Set on every rank when training stopped at a step whose gradient norm was NaN or infinite
   /// (before that step's update, checkpoint or metrics line): the message, which rank 0 prints.
   std::string diverged;
+  /// Set on rank 0 when the run completed but its --report or --trace could not be written.
+  std::string output_error;
   std::vector<double> losses;          ///< per step (all ranks)
   std::optional<GradientCheck> check;  ///< with --check (all ranks)
   RunReport report;                    ///< the --report contents (all ranks)

@@ -150,6 +150,17 @@ PY
   rc=$?
   [ "$rc" -eq 6 ] || { cat "$dir/edited.log"; fail "a plan whose model was edited to 2e9 tokens exits $rc, not 6"; }
   grep -q "by the fp32 parameter state of the model it runs" "$dir/edited.log" || fail "no clear message for the edited model"
+  # An output folder that takes no files is refused before any work (exit 4); an output that fails on
+  # write after the run (/dev/full) is exit 4 naming the option, without aborting the other ranks.
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --report /proc/self/status >"$dir/proc.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 4 ] || { cat "$dir/proc.log"; fail "--report /proc/self/status exits $rc, not 4"; }
+  grep -q -- "--report /proc/self/status: cannot create files in /proc/self" "$dir/proc.log" || fail "no clear message for /proc"
+  grep -q "measured over" "$dir/proc.log" && fail "the run trained before refusing its --report"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --report /dev/full >"$dir/full.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 4 ] || { cat "$dir/full.log"; fail "--report /dev/full exits $rc, not 4"; }
+  grep -q -- "--report: /dev/full: write failed.*the training itself completed" "$dir/full.log" || fail "no clear message for /dev/full"
   # Values a float or a clock cannot hold: usage errors (an instant time-out, an inf learning rate).
   for bad in "--timeout 1e10" "--lr 1e300" "--weight-decay 1e39"; do
     # shellcheck disable=SC2086

@@ -155,6 +155,12 @@ TEST_CASE("two outputs naming one file, or an output naming an input, are refuse
     }
     restore();
   }
+  // A folder that takes no new file (procfs) is refused up front, and no probe file stays behind.
+  CHECK_THROWS_WITH(check_output_paths({{"--report", "/proc/self/status"}}),
+                    Catch::Contains("--report /proc/self/status: cannot create files in /proc/self"));
+  check_output_path(dir / "ok.json", "-o");
+  for (const auto& e : fs::directory_iterator(dir.path))
+    CHECK(e.path().filename().string().find("probe") == std::string::npos);
   // Distinct files, outputs not requested, special files shared, inputs that are not files: fine.
   CHECK_NOTHROW(
       check_output_paths({{"-o", plan}, {"--trace", dir / "t.json"}, {"--report", ""}}, {"", dir / "x"}));
