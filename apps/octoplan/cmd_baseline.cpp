@@ -161,7 +161,15 @@ Runner setup(CLI::App& app) {
       "baseline", "Build the plan of a usual schedule (" + octo::schedule_names() +
                       ") on a uniform (Megatron) or cost-balanced partition, simulate it and write it");
   add_input_options(cmd, args.inputs);
-  cmd->add_option("--schedule", args.schedule, "Schedule: " + octo::schedule_names())->required();
+  cmd->add_option("--schedule", args.schedule, "Schedule: " + octo::schedule_names())
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            return octo::find_schedule(name) ? ""
+                                             : fmt::format("unknown schedule '{}' (expected one of {})", name,
+                                                           octo::schedule_names());
+          },
+          "SCHEDULE", "schedule"));
   cmd->add_option("--chunks", args.chunks,
                   "Stages per device (interleaved: default 2; zb-v: exactly 2; the others: 1)")
       ->check(octo::cli::integer(1));

@@ -167,11 +167,13 @@ PlannerInputs load_inputs(const InputOptions& o) {
 
   const int world = cluster.world();
   const std::int64_t tp_dp = static_cast<std::int64_t>(cluster.tp) * cluster.dp;
-  if (tp_dp > world)
-    throw InputError(SourceLocation{cluster.source, 0, 0}, o.tp > 0 || o.dp > 0 ? "--tp/--dp" : "parallel",
-                     fmt::format("tp {} x dp {} = {} exceeds the cluster's {} devices", cluster.tp,
-                                 cluster.dp, tp_dp, world),
+  if (tp_dp > world) {
+    const std::string problem = fmt::format("tp {} x dp {} = {} exceeds the {} devices of cluster {}",
+                                            cluster.tp, cluster.dp, tp_dp, world, cluster.source);
+    if (o.tp > 0 || o.dp > 0) option_error("--tp/--dp", problem, fmt::format("tp x dp <= {}", world));
+    throw InputError(SourceLocation{cluster.source, 0, 0}, "parallel", problem,
                      fmt::format("tp x dp <= {}", world));
+  }
   in.pp = cluster.pipeline_size();
   const std::int64_t used = tp_dp * in.pp;
   if (in.pp < 1 || used > world) {
@@ -183,20 +185,23 @@ PlannerInputs load_inputs(const InputOptions& o) {
         if (!given.empty()) given += '/';
         given += name;
       }
-    throw InputError(
-        SourceLocation{cluster.source, 0, 0}, given.empty() ? "parallel.pp" : given,
-        fmt::format("pp {} x tp {} x dp {} = {} exceeds the cluster's {} devices ({} node{} x {})", in.pp,
-                    cluster.tp, cluster.dp, used, world, cluster.nodes, cluster.nodes == 1 ? "" : "s",
-                    cluster.devices_per_node),
-        fmt::format("pp <= {}", world / tp_dp));
+    const std::string problem =
+        fmt::format("pp {} x tp {} x dp {} = {} exceeds the {} devices of cluster {} ({} node{} x {})", in.pp,
+                    cluster.tp, cluster.dp, used, world, cluster.source, cluster.nodes,
+                    cluster.nodes == 1 ? "" : "s", cluster.devices_per_node);
+    // A count given on the command line is a usage error (exit 2); the cluster file's own, an input one.
+    if (!given.empty()) option_error(given, problem, fmt::format("pp <= {}", world / tp_dp));
+    throw InputError(SourceLocation{cluster.source, 0, 0}, "parallel.pp", problem,
+                     fmt::format("pp <= {}", world / tp_dp));
   }
   // Every pipeline device needs at least one stage and a stage at least one layer.
-  if (in.pp > static_cast<int>(model.layers.size()))
-    throw InputError(SourceLocation{o.pp > 0 ? "command line" : cluster.source, 0, 0},
-                     o.pp > 0 ? "--pp" : "parallel",
-                     fmt::format("{} pipeline devices but model {} has only {} layers", in.pp, model.name,
-                                 model.layers.size()),
-                     fmt::format("pp <= {}{}", model.layers.size(), o.pp > 0 ? "" : "; set it with --pp"));
+  if (in.pp > static_cast<int>(model.layers.size())) {
+    const std::string problem = fmt::format("{} pipeline devices but model {} has only {} layers", in.pp,
+                                            model.name, model.layers.size());
+    if (o.pp > 0) option_error("--pp", problem, fmt::format("pp <= {}", model.layers.size()));
+    throw InputError(SourceLocation{cluster.source, 0, 0}, "parallel", problem,
+                     fmt::format("pp <= {}; set it with --pp", model.layers.size()));
+  }
   in.microbatches = resolve_microbatches(o, model, in.pp, cluster.dp);
   check_planning_memory(o, model, in.pp, in.microbatches);
   if (o.tp > 0) check_tp_option(model, cluster.tp);

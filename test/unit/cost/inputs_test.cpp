@@ -138,8 +138,12 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
   SECTION("pp too large for the cluster") {
     o.pp = 16;
     const std::string msg = load_error(o);
+    // A count given on the command line: a usage error (exit 2) naming the option.
+    CHECK_THROWS_AS(octo::load_inputs(o), octo::UsageError);
     CHECK_THAT(msg,
-               Catch::Matchers::Contains("--pp: pp 16 x tp 1 x dp 1 = 16 exceeds the cluster's 8 devices"));
+               Catch::Matchers::StartsWith(
+                   "command line: --pp: pp 16 x tp 1 x dp 1 = 16 exceeds the 8 devices of cluster <embedded "
+                   "h100x8.yaml>"));
     CHECK_THAT(msg, Catch::Matchers::Contains("(expected pp <= 8)"));
     CHECK_THAT(msg, Catch::Matchers::Contains("(1 node x 8)"));
   }
@@ -147,8 +151,8 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
     o.pp = 4;
     o.tp = 4;
     const std::string msg = load_error(o);
-    CHECK_THAT(
-        msg, Catch::Matchers::Contains("--pp/--tp: pp 4 x tp 4 x dp 1 = 16 exceeds the cluster's 8 devices"));
+    CHECK_THAT(msg, Catch::Matchers::Contains(
+                        "--pp/--tp: pp 4 x tp 4 x dp 1 = 16 exceeds the 8 devices of cluster"));
     CHECK_THAT(msg, Catch::Matchers::Contains("(expected pp <= 2)"));
   }
   SECTION("a --tp the model's heads do not split over is a usage error, as a --ep would be") {
@@ -167,7 +171,9 @@ TEST_CASE("load_inputs: cross-check errors", "[cost][inputs]") {
   SECTION("tp x dp too large for the cluster") {
     o.tp = 4;
     o.dp = 4;
-    CHECK_THAT(load_error(o), Catch::Matchers::Contains("tp 4 x dp 4 = 16 exceeds the cluster's 8 devices"));
+    CHECK_THAT(load_error(o),
+               Catch::Matchers::StartsWith("command line: --tp/--dp: tp 4 x dp 4 = 16 exceeds the 8 "
+                                           "devices of cluster"));
   }
   SECTION("more pipeline devices than layers") {
     o.model_path = write_variant(kSynthetic, "three-layers.yaml", "repeat: 32", "repeat: 1");

@@ -266,7 +266,7 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
                Catch::Matchers::Contains("layers[0].repeat: must not be zero"));
     CHECK_THAT(parse_error(kHeader + "p2p: {bandwidth_gbs: 0}\nlayers:\n  - {" + kLayer + "}\n"),
                Catch::Matchers::StartsWith(
-                   "c.yaml:5:22: p2p.bandwidth_gbs: must not be zero (expected a number > 0)"));
+                   "c.yaml:5:22: p2p.bandwidth_gbs: 0 is out of range (expected a number >= 1e-06)"));
   }
   SECTION("missing fields") {
     CHECK_THAT(parse_error(replace(with_layer(kLayer), " w_ms: 1,", "")),

@@ -353,19 +353,21 @@ TEST_CASE("cluster: malformed inputs") {
       "devices_per_node = 8)");
   CHECK(octo::parse_cluster(replace(kCluster, "dp: 1}", "dp: 1, pp: 3}"), "c.yaml").pipeline_size() == 3);
   check_cluster_error(replace(kCluster, "{bf16: 989, fp32: 67}", "{bf16: 989}"),
-                      "7:16: device.peak_tflops.fp32: missing required key (expected a number > 0)");
+                      "7:16: device.peak_tflops.fp32: missing required key (expected a number >= 1e-06)");
   check_cluster_error(
       replace(kCluster, "  intra_node:", "  intra_nod:"),
       "10:3: links.intra_nod: unknown key; did you mean 'intra_node'? (expected one of intra_node, "
       "inter_node)");
-  check_cluster_error(replace(kCluster, "memory_gib: 80", "memory_gib: -80"),
-                      "6:15: device.memory_gib: -80 is out of range (expected a number >= 0.0009765625)");
+  check_cluster_error(
+      replace(kCluster, "memory_gib: 80", "memory_gib: -80"),
+      "6:15: device.memory_gib: -80 is out of range (expected a number >= 0.0009765625 and <= 1073741824)");
   // A size that would round to 0 bytes (read as "no limit") is refused, as is any below 1 MiB.
   check_cluster_error(replace(kCluster, "memory_gib: 80", "memory_gib: 1e-300"),
-                      "6:15: device.memory_gib: 1e-300 is out of range (expected a number >= 0.0009765625)");
+                      "6:15: device.memory_gib: 1e-300 is out of range (expected a number >= 0.0009765625 "
+                      "and <= 1073741824)");
   check_cluster_error(
       replace(kCluster, "  memory_bandwidth_gbs: 3350", "  memory_bandwidth_gbs: 3350\n  efficiency: 1.5"),
-      "9:15: device.efficiency: 1.5 is out of range (expected a number > 0 and <= 1)");
+      "9:15: device.efficiency: 1.5 is out of range (expected a number >= 1e-06 and <= 1)");
   check_cluster_error(replace(kCluster, "nodes: 2", "nodes: two"),
                       "2:8: nodes: 'two' is not an integer (expected a positive integer <= 1048576)");
   check_cluster_error(
