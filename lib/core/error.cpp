@@ -29,6 +29,20 @@ InputError::InputError(SourceLocation where, std::string field, std::string prob
       problem_(std::move(problem)),
       expected_(std::move(expected)) {}
 
+std::string shown_value(std::string_view text, std::size_t max) {
+  std::string out;
+  std::size_t i = 0;
+  for (; i < text.size() && out.size() < max; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c > 0x7e)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  if (i < text.size()) out += fmt::format("... ({} bytes)", text.size());
+  return out;
+}
+
 InputError InputError::in_document(const std::string& file, const std::string& document) const {
   SourceLocation where = where_;
   where.file = file;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace octo {
@@ -83,6 +84,11 @@ class InputError : public Error {
   std::string problem_;
   std::string expected_;
 };
+
+/// A value from an input as a message shows it: bytes outside printable ASCII as \xNN (a lone
+/// byte of a UTF-8 character, a NUL), and past `max` characters cut with "... (N bytes)" (a
+/// 100000-digit number made a 100 KB message).
+[[nodiscard]] std::string shown_value(std::string_view text, std::size_t max = 40);
 
 /// Throws octo::Error with a fmt-formatted message.
 template <typename... Args>

@@ -73,7 +73,8 @@ void map_nemotron_h(Config& c, Draft& d) {
   }
   for (std::size_t i = 0; i < pattern.size(); ++i)
     if (std::string_view("M*-E").find(pattern[i]) == std::string_view::npos)
-      c.fail(pattern_key, fmt::format("unknown symbol '{}' at position {}", pattern[i], i),
+      c.fail(pattern_key,
+             fmt::format("unknown symbol '{}' at position {}", shown_value(pattern.substr(i, 1)), i),
              "M (Mamba2), * (attention), - (MLP) or E (MoE)");
   if (pattern.empty()) c.fail(pattern_key, "is empty", "one symbol per layer");
   if (static_cast<std::int64_t>(pattern.size()) > kMaxModelBlocks)

@@ -103,9 +103,9 @@ std::int64_t to_int(const std::string& source, const YAML::Node& node, const std
   if (first != last && *first == '+') ++first;
   auto [ptr, ec] = std::from_chars(first, last, value);
   if (ec == std::errc::result_out_of_range)
-    fail_at(source, node, field, "'" + text + "' is out of range", expected);
+    fail_at(source, node, field, "'" + shown_value(text) + "' is out of range", expected);
   if (ec != std::errc() || ptr != last || first == last)
-    fail_at(source, node, field, "'" + text + "' is not an integer", expected);
+    fail_at(source, node, field, "'" + shown_value(text) + "' is not an integer", expected);
   if (value < min || value > max) {
     std::string problem = value <= 0 && min >= 1 ? (value == 0 ? "must not be zero" : "must not be negative")
                                                  : fmt::format("{} is out of range", value);
@@ -124,10 +124,10 @@ double to_double(const std::string& source, const YAML::Node& node, const std::s
   if (first != last && *first == '+') ++first;
   auto [ptr, ec] = std::from_chars(first, last, value);
   if (ec != std::errc() || ptr != last || first == last || !std::isfinite(value))
-    fail_at(source, node, field, "'" + text + "' is not a number", expected);
+    fail_at(source, node, field, "'" + shown_value(text) + "' is not a number", expected);
   if (value < min || (min_exclusive && value == min) || value > max) {
     std::string problem = min == 0 && value <= 0 ? (value == 0 ? "must not be zero" : "must not be negative")
-                                                 : text + " is out of range";
+                                                 : shown_value(text) + " is out of range";
     fail_at(source, node, field, problem, expected);
   }
   return value;

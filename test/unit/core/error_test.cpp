@@ -45,3 +45,11 @@ TEST_CASE("every error kind has its own exit code in 1..99", "[error]") {
   CHECK(exit_code_of(std::bad_alloc()) == ExitCode::TooLarge);
   CHECK(exit_code_of(std::logic_error("bug")) == ExitCode::Internal);
 }
+
+TEST_CASE("values shown in messages: bytes escaped, long ones cut", "[error]") {
+  CHECK(octo::shown_value("hidden") == "hidden");
+  CHECK(octo::shown_value(std::string("M\xc3\xa9\0", 4)) == "M\\xc3\\xa9\\x00");
+  const std::string digits(100000, '9');
+  CHECK(octo::shown_value(digits) == std::string(40, '9') + "... (100000 bytes)");
+  CHECK(octo::shown_value(std::string(40, 'x')) == std::string(40, 'x'));
+}
