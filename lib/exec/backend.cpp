@@ -55,7 +55,7 @@ const Backend& BackendRegistry::get(std::string_view name) const {
   if (const Backend* b = find(name)) return *b;
   for (const auto& [missing, why] : missing_)
     if (missing == name) fail("--backend {}: {}", name, why);
-  fail("--backend {}: unknown backend (this build has: {})", name, fmt::join(names(), ", "));
+  fail_usage("--backend {}: unknown backend (this build has: {})", name, fmt::join(names(), ", "));
 }
 
 std::string BackendRegistry::preferred() const {

@@ -412,6 +412,8 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
 
 std::string resolve_checkpoint(const std::string& path) {
   std::error_code ec;
+  if (!fs::exists(path, ec))
+    fail("--load {}: does not exist (expected a checkpoint folder or its parent)", path);
   if (!fs::is_directory(path, ec))
     fail("--load {}: not a folder (expected a checkpoint folder or its parent)", path);
   if (fs::is_regular_file(fs::path(path) / kManifest, ec)) return path;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <filesystem>
 
 #include "core/error.hpp"
 #include "nn/formats/formats.hpp"
@@ -39,6 +40,12 @@ TokenData open_tokens(const std::string& path) {
           path, describe_token_formats());
     return f.open(path);
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail(
+        "{}: is a folder (expected a token file, or the prefix of an indexed dataset PREFIX.idx + "
+        "PREFIX.bin)",
+        path);
   fail("{}: no such file, nor an indexed dataset {}.idx + {}.bin (formats read: {})", path, path, path,
        describe_token_formats());
 }

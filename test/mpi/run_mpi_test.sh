@@ -114,11 +114,18 @@ cli)
   grep -q "not built with CUDA / no GPU\|no CUDA device is visible" "$dir/cuda.log" || fail "no clear message for --backend cuda"
   [ "$(grep -c 'octorun: error' "$dir/cuda.log")" -eq 1 ] || fail "the set-up error must be printed once"
   # A name no backend has: refused at set-up (exit 2), once, with the registered choices.
-  mpirun_n 2 "$octorun" "$dir/plan.json" --backend tpu >"$dir/tpu.log" 2>&1 && fail "--backend tpu must fail"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --backend tpu >"$dir/tpu.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 2 ] || { cat "$dir/tpu.log"; fail "--backend tpu exits $rc, not 2"; }
   grep -q "backend tpu: unknown backend (this build has: .*cpu)" "$dir/tpu.log" || fail "no clear message for --backend tpu"
   [ "$(grep -c 'octorun: error' "$dir/tpu.log")" -eq 1 ] || fail "the unknown-backend error must be printed once"
   mpirun_n 2 "$octorun" "$dir/missing.json" >"$dir/missing.log" 2>&1 && fail "a missing plan must fail"
   grep -q "missing.json" "$dir/missing.log" || fail "the missing plan is not named"
+  # A folder as --data, a --load that does not exist: said so (they read "no such file", "not a folder").
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --data "$dir" >"$dir/data-dir.log" 2>&1 && fail "--data DIR must fail"
+  grep -q "is a folder (expected a token file" "$dir/data-dir.log" || { cat "$dir/data-dir.log"; fail "no clear message for --data DIR"; }
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --load "$dir/nowhere" >"$dir/load.log" 2>&1 && fail "--load of nothing must fail"
+  grep -q -- "--load .*nowhere: does not exist" "$dir/load.log" || { cat "$dir/load.log"; fail "no clear message for --load"; }
   # One file for two outputs: refused at set-up (exit 4), the file untouched.
   echo keep >"$dir/same.json"
   mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --report "$dir/same.json" --trace "$dir/same.json" \
