@@ -13,6 +13,7 @@
 #include "plan/plan_io.hpp"
 #include "plan/semantics.hpp"
 #include "sim/check.hpp"
+#include "spec/limits.hpp"
 
 namespace octo::exec {
 namespace {
@@ -44,7 +45,11 @@ ExecPlan prepare_plan(Plan plan, std::string source, int world_size) {
   if (plan.devices <= 0 || plan.dp <= 0 || plan.tp <= 0)
     fail("{}: the plan has {} pipeline devices, dp {} and tp {} (expected positive sizes)", source,
          plan.devices, plan.dp, plan.tp);
-  const int needed = plan.devices * plan.dp * plan.tp;
+  // In 64 bits: devices x dp x tp of an edited plan can pass 2^31 (it wrapped to "run mpirun -np 0").
+  const std::int64_t needed = static_cast<std::int64_t>(plan.devices) * plan.dp * plan.tp;
+  if (needed > kMaxInputInteger)
+    fail("{}: the plan has {} pipeline devices x dp {} x tp {} = {} ranks (expected at most {})", source,
+         plan.devices, plan.dp, plan.tp, needed, kMaxInputInteger);
   if (world_size != needed)
     fail_usage(
         "{}: world size {} does not match the plan: {} pipeline device{} x dp {} x tp {} = {} rank{} (run "

@@ -380,3 +380,14 @@ TEST_CASE("runtime: tags name (stage, micro-batch, tensor) uniquely", "[exec][ru
   CHECK(tags.size() == count);
   CHECK(*tags.begin() >= 0);
 }
+
+TEST_CASE("runtime: a plan whose ranks pass 2^31 is refused by its count, not by a wrapped one",
+          "[exec][runtime]") {
+  Plan p = testing::baseline("1f1b", 2);
+  p.dp = 1 << 30;
+  p.tp = 4;  // 2 x 2^30 x 4 = 2^33 ranks: "run mpirun -np 0" before
+  CHECK_THROWS_WITH(
+      prepare_plan(p, "big.json", 2),
+      Catch::Contains("big.json: the plan has 2 pipeline devices x dp 1073741824 x tp 4 = 8589934592 "
+                      "ranks (expected at most 2147483647)"));
+}
