@@ -25,6 +25,7 @@
 #include "sim/predict.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
+#include "spec/limits.hpp"
 
 namespace octoplan {
 namespace {
@@ -39,8 +40,9 @@ struct ImportScheduleArgs {
   octo::InputOptions inputs;
 };
 
+/// The options do not go together or do not fit the model: a usage error (exit 2).
 [[noreturn]] void option_error(const std::string& problem) {
-  throw octo::Error(fmt::format("import-schedule: {}", problem));
+  throw octo::UsageError(fmt::format("import-schedule: {}", problem));
 }
 
 int run(ImportScheduleArgs a) {
@@ -55,10 +57,14 @@ int run(ImportScheduleArgs a) {
     if (!a.stage_layers.empty()) option_error("give either --stages or --stage-layers, not both");
     skeleton = octo::load_torch_stages(a.stages);
   } else if (!a.stage_layers.empty()) {
-    int first = 0;
+    std::int64_t first = 0;
     for (const int n : a.stage_layers) {
       if (n < 1) option_error(fmt::format("--stage-layers: {} layers in a stage (expected at least 1)", n));
-      skeleton.stages.push_back(octo::Stage{first, first + n, -1, false});
+      if (first + n > octo::kMaxModelBlocks + 2)
+        option_error(
+            fmt::format("--stage-layers: the stages hold more than {} layers, more than any model has",
+                        octo::kMaxModelBlocks + 2));
+      skeleton.stages.push_back(octo::Stage{static_cast<int>(first), static_cast<int>(first + n), -1, false});
       first += n;
     }
   } else {
@@ -90,6 +96,15 @@ int run(ImportScheduleArgs a) {
       option_error(fmt::format("{} embeds no costs: pass --model (and --costs)", a.stages));
     costs = octo::parse_costs(skeleton.costs_yaml, fmt::format("{}: inputs.costs", a.stages));
     skeleton.generator = fmt::format("octoplan {}", octo::version());
+  }
+  if (!a.stage_layers.empty()) {
+    std::int64_t total = 0;
+    for (const int n : a.stage_layers) total += n;
+    if (total != static_cast<std::int64_t>(costs.layers.size()))
+      option_error(fmt::format(
+          "--stage-layers: the stages hold {} layers, but the model has {} (embedding and LM head "
+          "included)",
+          total, costs.layers.size()));
   }
   if (!a.method.empty()) skeleton.method = a.method;
   if (skeleton.method.empty()) skeleton.method = "torch-schedule";

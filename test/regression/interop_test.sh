@@ -111,6 +111,9 @@ export-import)
   # Inline stages: the model and the layer split on the command line, ranks from the CSV.
   run "$octoplan" import-schedule "$work/1f1b.csv" --model $model --cluster $cluster --stage-layers 5,5 \
     --method 1f1b-uniform -o "$work/inline.json"
+  # --stage-layers that do not add up to the model's layers: a usage error naming the option.
+  expect_fail "stage-layers sum" "--stage-layers: the stages hold 7 layers, but the model has 10" \
+    "$octoplan" import-schedule "$work/1f1b.csv" --model $model --cluster $cluster --stage-layers 5,2 -o "$work/sl.json"
   same_plan "$work/1f1b.json" "$work/inline.json"
   # Megatron: the interleaved plan is round robin; ZB-V's V is not.
   run "$octoplan" export "$work/il.json" --format megatron-layout -o "$work/il.megatron.txt"
