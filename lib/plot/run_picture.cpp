@@ -78,8 +78,10 @@ void add_trace(Picture& pic, const Plan& plan, const json& root, const std::stri
     const bool is_comm = th != thread.end() && th->second == "comm";
     Event ev{device,
              is_comm,
-             rd.number(rd.required(e, path, "ts"), JsonReader::join(path, "ts")),
-             rd.number(rd.required(e, path, "dur"), JsonReader::join(path, "dur")),
+             // Microseconds: within ±1e16 (three centuries; -1e300 drew "pipeline 1e297 ms"), and a
+             // duration is not negative.
+             rd.number(rd.required(e, path, "ts"), JsonReader::join(path, "ts"), -1e16, 1e16),
+             rd.number(rd.required(e, path, "dur"), JsonReader::join(path, "dur"), 0, 1e16),
              e.contains("cat") ? rd.string(e["cat"], JsonReader::join(path, "cat")) : "",
              e.contains("name") ? rd.string(e["name"], JsonReader::join(path, "name")) : "",
              -1,

@@ -163,6 +163,19 @@ TEST_CASE("plot: a run from octorun's trace format lines up with the prediction"
     CHECK(pic.rows[predicted_rows + d].note == pic.rows[d].note);
   }
   CHECK(pic.title.back().find(fmt::format("bubble {:.1f} %", 100 * r.bubble_ratio)) != std::string::npos);
+  // A slice with a negative duration or a time no run has is refused at its JSON path.
+  for (const auto& [field, value] : {std::pair{"dur", -5.0}, std::pair{"ts", -1e300}}) {
+    nlohmann::json bad = trace;
+    for (auto& e : bad["traceEvents"])
+      if (e.value("ph", "") == "X") {
+        e[field] = value;
+        break;
+      }
+    octo::plot::Picture bp = octo::plot::plan_picture(plan, r);
+    CHECK_THROWS_WITH(
+        octo::plot::add_run(bp, plan, bad, "run.trace.json", false),
+        Catch::StartsWith("run.trace.json: traceEvents[") && Catch::Contains(std::string(".") + field));
+  }
 
   // A --report has busy times only: one bar per rank of replica 0.
   // The report is octorun's typed run report (plan/run_report.hpp), written by its to_json.
