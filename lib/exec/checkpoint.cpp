@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "core/checksum.hpp"
 #include "core/error.hpp"
@@ -256,6 +258,29 @@ void check_save_dir(const std::string& dir, std::initializer_list<OutputPath> ou
 
 // ---- save -----------------------------------------------------------------------------------
 
+namespace {
+
+/// Why `layer`'s state cannot be a training state, or nothing: a NaN or infinite value (a diverged
+/// run), or a negative second moment (AdamW divides by its square root).
+std::optional<std::string> state_problem(const CanonicalLayer& layer) {
+  for (const CanonicalTensor& t : layer.tensors) {
+    std::size_t bad = 0, negative = 0;
+    for (const float v : t.values) {
+      bad += !std::isfinite(v);
+      negative += v < 0;
+    }
+    if (bad > 0)
+      return fmt::format("tensor {}: {} of {} values are NaN or infinite (the state of a diverged run)",
+                         t.name, bad, t.values.size());
+    if (negative > 0 && t.name.size() >= 11 && t.name.compare(t.name.size() - 11, 11, ".exp_avg_sq") == 0)
+      return fmt::format("tensor {}: {} of {} values are negative (a second moment is a mean of squares)",
+                         t.name, negative, t.values.size());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest, LayerStateIo& io,
                             Comm& world, int keep, const SaveFault& fault) {
   const std::string name = checkpoint_folder_name(manifest.step);
@@ -288,7 +313,11 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
                                                      {"step", std::to_string(manifest.step)}};
     for (const std::size_t layer : io.layers_to_write()) {
       if (layer >= L) fail("layer {} is beyond the model's {} layers", layer, L);
-      const std::string bytes = encode_layer_file(io.export_layer(layer), meta);
+      const CanonicalLayer state = io.export_layer(layer);
+      // A diverged state is not saved: it would replace (and --keep prune) the good checkpoints.
+      if (const auto problem = state_problem(state))
+        fail("layer {} ('{}'): {}; not saved", layer, state.label, *problem);
+      const std::string bytes = encode_layer_file(state, meta);
       write_file_atomic((tmp / layer_file_name(layer)).string(), bytes);
       const std::uint32_t crc = crc32(bytes);
       const std::uint64_t size = bytes.size();
@@ -493,6 +522,7 @@ void load_checkpoint(const std::string& checkpoint, const CheckpointManifest& ma
            hex64(manifest.model.hash));
     if (meta("step") != std::to_string(manifest.step))
       fail("{}: __metadata__.step: {} (the manifest is of step {})", path, meta("step"), manifest.step);
+    if (const auto problem = state_problem(decoded.layer)) fail("{}: {}", path, *problem);
     io.import_layer(decoded.layer, path);
   }
   io.set_optimizer_steps(manifest.optimizer_steps);

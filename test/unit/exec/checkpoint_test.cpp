@@ -267,6 +267,25 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
     CHECK_THAT(r.error, Catch::Contains(file.string()) && Catch::Contains("__metadata__.step: 2") &&
                             Catch::Contains("the manifest is of step 1"));
   }
+  SECTION("a layer of NaN weights, with the manifest's size and checksum made to match") {
+    // A diverged run's state loaded and failed later with "gradient norm is NaN (lower --lr ...)".
+    const fs::path file = ckpt / "layer-00002.safetensors";
+    DecodedLayerFile decoded = decode_layer_file(read_file(file.string()), file.string());
+    decoded.layer.tensors.at(0).values.at(3) = std::numeric_limits<float>::quiet_NaN();
+    const std::string bytes = encode_layer_file(decoded.layer, decoded.metadata);
+    write_file_atomic(file.string(), bytes);
+    auto j = nlohmann::json::parse(read_file((ckpt / "manifest.json").string()));
+    for (auto& f : j["layers"])
+      if (f["layer"] == 2) {
+        f["bytes"] = bytes.size();
+        f["crc32"] = hex32(crc32(bytes));
+      }
+    write_file_atomic((ckpt / "manifest.json").string(), j.dump(2));
+    const Run r = train(plan, load, 2);
+    CHECK_THAT(r.error,
+               Catch::Contains(file.string() + ": tensor " + decoded.layer.tensors.at(0).name + ": 1 of ") &&
+                   Catch::Contains("values are NaN or infinite"));
+  }
   SECTION("a missing layer file") {
     fs::remove(ckpt / "layer-00009.safetensors");
     const Run r = train(plan, load, 2);
