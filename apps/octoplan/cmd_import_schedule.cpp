@@ -113,14 +113,10 @@ int run(ImportScheduleArgs a) {
   // What `check` would refuse is not written: the stage file's shapes (tp, seq, micro-batch) against
   // the model, the stages against the layers, the programs against the stages.
   const std::string layout = a.stages.empty() ? a.csv : a.stages;
-  if (const octo::CheckResult c = octo::check_plan(plan, layout, octo::CheckOptions::planner_view());
-      !c.inputs_ok || !c.structure_ok || !c.deadlock_free) {
-    constexpr std::size_t kShown = 10;
-    std::string list;
-    for (std::size_t i = 0; i < c.problems.size() && i < kShown; ++i) list += "\n  - " + c.problems[i];
-    if (c.problems.size() > kShown) list += fmt::format("\n  ... and {} more", c.problems.size() - kShown);
-    throw octo::Error(fmt::format("{}: the imported plan is not valid ({} problem{}):{}", a.csv,
-                                  c.problems.size(), c.problems.size() == 1 ? "" : "s", list));
+  try {
+    octo::require_ok(octo::check_plan(plan, layout, octo::CheckOptions::planner_view()));
+  } catch (const octo::Error& e) {
+    throw octo::Error(fmt::format("{}: the imported plan is not valid:\n{}", a.csv, e.what()), e.kind());
   }
   octo::SimOptions so;
   so.record_timeline = false;

@@ -56,6 +56,19 @@ std::string_view kind_of(mode_t mode) {
 }
 
 /// Decides how `path` can be written, or throws OutputError naming `option` and `path`.
+/// The folder a file is written in ("." for a bare name).
+std::string folder_of(const std::string& target) {
+  const std::filesystem::path t(target);
+  return t.has_parent_path() ? t.parent_path().string() : std::string(".");
+}
+
+/// The mkstemp template of the temporary file beside `target`: .NAME.tmpXXXXXX.
+std::string temporary_template(const std::string& target) {
+  const std::filesystem::path t(target);
+  return (std::filesystem::path(folder_of(target)) / fmt::format(".{}.tmpXXXXXX", t.filename().string()))
+      .string();
+}
+
 OutputTarget resolve_output(const std::string& path, std::string_view option) {
   namespace fs = std::filesystem;
   const std::string name = option.empty() ? path : fmt::format("{} {}", option, path);
@@ -194,6 +207,23 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
   return std::move(r.bytes);
 }
 
+std::string resolved_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  // Absolute first: weakly_canonical leaves a relative path none of whose parts exist as it is,
+  // so "a.json" and "./a.json" (the second resolved through ".") would differ while a.json is new.
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  if (ec) return fs::path(path).lexically_normal().string();
+  const fs::path p = fs::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal().string() : p.string();
+}
+
+bool lies_inside(const std::string& path, const std::string& folder) {
+  const std::string at = resolved_path(path), inside = resolved_path(folder);
+  return at.size() > inside.size() && at.compare(0, inside.size(), inside) == 0 &&
+         (inside.back() == '/' || at[inside.size()] == '/');
+}
+
 void check_output_path(const std::string& path, std::string_view option) {
   if (path.empty()) return;
   const OutputTarget t = resolve_output(path, option);
@@ -201,28 +231,22 @@ void check_output_path(const std::string& path, std::string_view option) {
   // A regular file is written through a temporary file beside it: create one now, so that a folder
   // that takes none (/proc/self, a read-only file system) is refused before the work, not after a
   // long run.
-  namespace fs = std::filesystem;
-  const fs::path target(t.path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string probe = (dir / fmt::format(".{}.probeXXXXXX", target.filename().string())).string();
+  std::string probe = temporary_template(t.path);
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0)
-    fail_output("{} {}: cannot create files in {}: {}", option, path, dir.string(), std::strerror(errno));
+  if (fd < 0) {
+    if (errno == ENAMETOOLONG)
+      fail_output("{} {}: the name is too long for its temporary file beside it ({})", option, path,
+                  std::strerror(errno));
+    fail_output("{} {}: cannot create files in {}: {}", option, path, folder_of(t.path),
+                std::strerror(errno));
+  }
   ::close(fd);
   ::unlink(probe.c_str());
 }
 
 void check_output_paths(std::initializer_list<OutputPath> outputs, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
-  // Absolute first: weakly_canonical leaves a relative path none of whose parts exist as it is,
-  // so "a.json" and "./a.json" (the second resolved through ".") would differ while a.json is new.
-  const auto identity = [](const std::string& path) {
-    std::error_code ec;
-    const fs::path absolute = fs::absolute(path, ec);
-    if (ec) return fs::path(path).lexically_normal().string();
-    const fs::path p = fs::weakly_canonical(absolute, ec);
-    return ec ? absolute.lexically_normal().string() : p.string();
-  };
+  const auto identity = [](const std::string& path) { return resolved_path(path); };
   std::vector<std::pair<std::string, std::string_view>> seen;  // (identity, option) of file outputs
   for (const OutputPath& o : outputs) {
     if (o.path.empty()) continue;
@@ -241,9 +265,7 @@ void check_output_paths(std::initializer_list<OutputPath> outputs, const std::ve
         fail_output("{} {}: is an input of this command; writing it would replace what was read", o.option,
                     o.path);
       if (fs::is_directory(in, ec)) {
-        const std::string folder = identity(in);
-        if (id.size() > folder.size() && id.compare(0, folder.size(), folder) == 0 &&
-            (folder.back() == '/' || id[folder.size()] == '/'))
+        if (lies_inside(t.path, in))
           fail_output("{} {}: lies inside {}, an input of this command; writing it would change what is read",
                       o.option, o.path, in);
       }
@@ -257,10 +279,7 @@ namespace {
 /// Writes `contents` to a new temporary file beside `target` (synced, mode 0644) and returns its
 /// path; `shown` is the path as the user gave it, for messages.
 std::string write_temporary(const std::string& target, const std::string& shown, std::string_view contents) {
-  namespace fs = std::filesystem;
-  const fs::path t(target);
-  const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
-  std::string tmp = (dir / fmt::format(".{}.tmpXXXXXX", t.filename().string())).string();
+  std::string tmp = temporary_template(target);
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) fail_output("{}: cannot create a temporary file: {}", shown, std::strerror(errno));
   int err = write_all(fd, contents);

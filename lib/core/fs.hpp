@@ -36,6 +36,13 @@ struct FileRead {
 /// An empty path (output not requested) passes.
 void check_output_path(const std::string& path, std::string_view option);
 
+/// `path` made absolute and canonical as far as it exists (symbolic links, "." and ".." resolved;
+/// the missing rest normalized), so two spellings of one file, existing or new, compare equal.
+[[nodiscard]] std::string resolved_path(const std::string& path);
+
+/// `path` lies inside `folder` (both resolved_path'ed; the folder itself is not inside).
+[[nodiscard]] bool lies_inside(const std::string& path, const std::string& folder);
+
 /// One output of a command: its option ("-o", "--trace") and path (empty: not requested).
 struct OutputPath {
   std::string_view option;
@@ -70,10 +77,11 @@ struct OutputFile {
   std::string contents;
 };
 
-/// Writes a command's outputs so that a failure changes no regular file: those that are not
+/// Writes a command's outputs so that a failed write changes no regular file: those that are not
 /// regular files (a terminal, a pipe, /dev/full) first, as write_file_atomic does; then every
-/// regular one to a temporary file beside it; and only when all are complete, each renamed into
-/// place. (A plan written before its --trace failed on /dev/full used to stay replaced.)
+/// regular one to a temporary file beside it (all removed when one fails); and only when all are
+/// complete, each renamed into place (a rename that fails then leaves the ones before it renamed).
+/// (A plan written before its --trace failed on /dev/full used to stay replaced.)
 void write_files_atomic(const std::vector<OutputFile>& files, int fifo_wait_ms = kFifoReaderWaitMs);
 
 }  // namespace octo

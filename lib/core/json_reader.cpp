@@ -119,9 +119,8 @@ InputError number_overflow(std::string_view text, const std::string& source) {
       ++end;
     const std::string token(text.substr(i, end - i));
     if (std::isinf(std::strtod(token.c_str(), nullptr))) {
-      const std::string shown = token.size() > 24 ? token.substr(0, 24) + "..." : token;
       return InputError(location_at(text, i, source), "",
-                        fmt::format("the number {} is out of the range of a double", shown),
+                        fmt::format("the number {} is out of the range of a double", shown_value(token, 24)),
                         "a number of magnitude below 1.8e308");
     }
     i = end - 1;

@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/checksum.hpp"
 #include "core/error.hpp"
@@ -214,22 +215,22 @@ std::string checkpoint_folder_name(std::int64_t step) { return fmt::format("{}{:
 void check_save_dir(const std::string& dir, std::initializer_list<OutputPath> outputs) {
   std::error_code ec;
   const fs::path p(dir);
-  const auto resolved = [](const std::string& path) {
-    std::error_code e;
-    const fs::path absolute = fs::absolute(path, e);
-    const fs::path canonical = fs::weakly_canonical(absolute, e);
-    return (e ? absolute.lexically_normal() : canonical).string();
-  };
-  const std::string inside = resolved(dir);
+  // The names the saves write (latest, step-N, their temporary and old folders) and what lies inside
+  // them may not be another output of the run; other files beside the checkpoints may.
   for (const OutputPath& o : outputs) {
     if (o.path.empty()) continue;
-    const std::string at = resolved(o.path);
-    if (at == inside || (at.size() > inside.size() && at.compare(0, inside.size(), inside) == 0 &&
-                         (inside.back() == '/' || at[inside.size()] == '/')))
+    if (resolved_path(o.path) == resolved_path(dir))
+      fail_output("{} {}: is the --save folder (expected a file of its own)", o.option, o.path);
+    if (!lies_inside(o.path, dir)) continue;
+    const std::string relative =
+        fs::path(resolved_path(o.path)).lexically_relative(resolved_path(dir)).begin()->string();
+    if (relative == kLatest || step_of(relative) >= 0 ||
+        ((relative.rfind(kTmpPrefix, 0) == 0 || relative.rfind(kOldPrefix, 0) == 0) &&
+         step_of(relative.substr(5)) >= 0))
       fail_output(
-          "{} {}: lies inside the --save folder {}, where the saves write and --keep prunes (expected a "
-          "file outside it)",
-          o.option, o.path, dir);
+          "{} {}: is {} of the --save folder {}, which the saves write and --keep prunes (expected "
+          "another name)",
+          o.option, o.path, relative == kLatest ? "the 'latest' file" : "a checkpoint's place", dir);
   }
   if (fs::is_symlink(p, ec) && !fs::exists(p, ec))
     fail_output("--save {}: is a dangling symbolic link (expected the checkpoint folder, or a new one)", dir);
@@ -403,7 +404,9 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
         }
         const std::size_t stay = static_cast<std::size_t>(keep - 1);
         for (std::size_t i = 0; i + stay < older.size(); ++i) fs::remove_all(older[i]);
-        if (!left.empty())
+        // Once per folder and set left: a run saving every step would repeat it at each save.
+        static std::set<std::string> warned;
+        if (!left.empty() && warned.insert(fmt::format("{}:{}", dir, fmt::join(left, ","))).second)
           log::warn(
               "checkpoint",
               "--keep {}: {} left in {} (later steps or another model's checkpoints; --keep prunes only "

@@ -362,13 +362,21 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     if (update.skipped()) {
       // As Megatron-LM stops on a NaN gradient norm: nothing of this step is kept; the last good
       // parameters are saved (with --save) for a restart at a lower rate.
-      const std::string saved = loop.save_before(s);
+      // A state that is itself not finite is not saved (save_checkpoint refuses it, on every rank).
+      std::string saved, not_saved;
+      try {
+        saved = loop.save_before(s);
+      } catch (const Error& e) {
+        not_saved = e.what();
+      }
       result.diverged = fmt::format(
           "step {}: the gradient norm is {}: training stopped before the step's update (lower --lr, or check "
           "the data){}",
           s, std::isnan(update.grad_norm) ? "NaN" : "infinite",
-          saved.empty() ? std::string()
-                        : fmt::format("; the parameters after step {} are saved in {}", s - 1, saved));
+          !not_saved.empty()
+              ? fmt::format("; the parameters after step {} were not saved: {}", s - 1, not_saved)
+          : saved.empty() ? std::string()
+                          : fmt::format("; the parameters after step {} are saved in {}", s - 1, saved));
       break;
     }
     st.update_ms = ms_since(before_update);

@@ -44,7 +44,7 @@ void map_mamba(Config& c, Draft& d) {
         .add("heads", heads)
         .add("head_dim", head_dim)
         .add("state", c.integer_or("state_size", 128))
-        .add("groups", c.integer_or("n_groups", 1))
+        .add("groups", c.integer_or("n_groups", 8))  // Mamba2Config's default
         .add("conv", c.integer_or("conv_kernel", 4));
     c.ignore({"time_step_rank"});  // Mamba2 has one dt per head, no dt projection
     if (!c.boolean_or("rms_norm", true))

@@ -17,8 +17,6 @@
 namespace octo {
 namespace {
 
-constexpr std::size_t kShownProblems = 20;
-
 /// Equal up to the last bits a different build of the same simulator may change.
 bool same(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); }
 
@@ -230,7 +228,7 @@ void require_ok(const CheckResult& r) {
     message += r.problems[i];
   }
   if (r.problems.size() > kShownProblems)
-    message += fmt::format("\n... and {} more problems (octoplan check lists them all)",
+    message += fmt::format("\n... and {} more problems (octoplan check --report FILE lists them all)",
                            r.problems.size() - kShownProblems);
   throw Error(message, r.memory_only ? ErrorKind::DoesNotFit : ErrorKind::Input);
 }

@@ -76,6 +76,9 @@ struct CheckResult {
 /// when memory is the only problem, else Input.
 void require_ok(const CheckResult& result);
 
+/// The problems a message lists (require_ok, `octoplan check`); the rest are counted.
+inline constexpr std::size_t kShownProblems = 20;
+
 /// Reads a plan file and checks it (check_plan); throws octo::InputError for a file that is not a
 /// plan and require_ok's error for one that does not pass.
 struct CheckedPlan {

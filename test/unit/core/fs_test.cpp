@@ -186,6 +186,14 @@ TEST_CASE("a command's outputs: a failing one leaves the regular files as they w
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
   CHECK(entries == 1);
+  // A regular output whose temporary file cannot be made (a new file in /proc/self): the other
+  // regular output's temporary file, already written, is removed and its target left as it was.
+  CHECK_THROWS_WITH(write_files_atomic({{plan, "newer plan\n"}, {"/proc/self/new.json", "x"}}),
+                    Catch::Contains("/proc/self/new.json: cannot create a temporary file"));
+  CHECK(slurp(plan) == "old plan\n");
+  entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
+  CHECK(entries == 1);
   // All written; an empty path is an output not requested.
   write_files_atomic({{plan, "new plan\n"}, {"", "ignored"}, {report, "r\n"}, {"/dev/null", "x"}});
   CHECK(slurp(plan) == "new plan\n");

@@ -503,16 +503,19 @@ TEST_CASE("checkpoint: a --save folder that the saves could not use is refused b
   fs::create_directories(dir.path / "ckpt/latest");
   refused(dir.path / "ckpt", "latest is not a regular file");
   refused("/proc/octo-save-test", "cannot create folders in /proc");
-  // The run's other outputs stay outside: --metrics DIR/latest was overwritten by the saves.
+  // The run's other outputs keep off the names the saves write: --metrics DIR/latest was
+  // overwritten by the saves' latest file. Other files beside the checkpoints are fine.
   fs::create_directories(dir.path / "ckpt2");
   const std::string ckpt2 = (dir.path / "ckpt2").string();
-  CHECK_THROWS_WITH(check_save_dir(ckpt2, {{"--metrics", ckpt2 + "/latest"}}),
-                    Catch::Contains("--metrics " + ckpt2 + "/latest: lies inside the --save folder"));
-  CHECK_THROWS_WITH(check_save_dir(ckpt2, {{"--report", (dir.path / "ckpt2/../ckpt2/r.json").string()}}),
-                    Catch::Contains("lies inside the --save folder"));
-  CHECK_THROWS_AS(
-      check_save_dir((dir.path / "fresh").string(), {{"--trace", (dir.path / "fresh/t.json").string()}}),
-      OutputError);
-  CHECK_NOTHROW(
-      check_save_dir(ckpt2, {{"--metrics", (dir.path / "ckpt2-metrics.jsonl").string()}, {"--report", ""}}));
+  CHECK_THROWS_WITH(
+      check_save_dir(ckpt2, {{"--metrics", ckpt2 + "/latest"}}),
+      Catch::Contains("--metrics " + ckpt2 + "/latest: is the 'latest' file of the --save folder"));
+  CHECK_THROWS_WITH(
+      check_save_dir(ckpt2, {{"--report", (dir.path / "ckpt2/../ckpt2/step-00000003/r.json").string()}}),
+      Catch::Contains("is a checkpoint's place of the --save folder"));
+  CHECK_THROWS_AS(check_save_dir(ckpt2, {{"--trace", ckpt2 + "/.tmp-step-00000001"}}), OutputError);
+  CHECK_THROWS_WITH(check_save_dir(ckpt2, {{"--metrics", ckpt2}}), Catch::Contains("is the --save folder"));
+  CHECK_NOTHROW(check_save_dir(ckpt2, {{"--metrics", ckpt2 + "/metrics.jsonl"},
+                                       {"--trace", (dir.path / "fresh/t.json").string()},
+                                       {"--report", ""}}));
 }
