@@ -76,16 +76,13 @@ void add_trace(Picture& pic, const Plan& plan, const json& root, const std::stri
     if (device < 0 || device >= plan.devices) continue;  // links, other replicas
     const auto th = thread.find({pid, tid});
     const bool is_comm = th != thread.end() && th->second == "comm";
-    Event ev{device,
-             is_comm,
+    Event ev{device, is_comm,
              // Microseconds: within ±1e16 (three centuries; -1e300 drew "pipeline 1e297 ms"), and a
              // duration is not negative.
              rd.number(rd.required(e, path, "ts"), JsonReader::join(path, "ts"), -1e16, 1e16),
              rd.number(rd.required(e, path, "dur"), JsonReader::join(path, "dur"), 0, 1e16),
              e.contains("cat") ? rd.string(e["cat"], JsonReader::join(path, "cat")) : "",
-             e.contains("name") ? rd.string(e["name"], JsonReader::join(path, "name")) : "",
-             -1,
-             -1};
+             e.contains("name") ? rd.string(e["name"], JsonReader::join(path, "name")) : "", -1, -1};
     if (const json* args = rd.optional(e, "args"); args && args->is_object()) {
       if (const json* s = rd.optional(*args, "stage"))
         ev.stage = static_cast<int>(rd.integer(*s, JsonReader::join(path, "args.stage")));
