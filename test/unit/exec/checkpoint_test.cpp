@@ -123,6 +123,19 @@ void check_resumed(const ExecPlan& plan, const std::string& dir, const Run& stra
   }
 }
 
+/// Replaces layer `layer`'s file of checkpoint `ckpt` by `bytes`, with the manifest's size and
+/// checksum made to match (so only the checks beyond them can refuse it).
+void replace_layer_file(const fs::path& ckpt, int layer, const std::string& bytes) {
+  write_file_atomic((ckpt / fmt::format("layer-{:05d}.safetensors", layer)).string(), bytes);
+  auto j = nlohmann::json::parse(read_file((ckpt / "manifest.json").string()));
+  for (auto& f : j["layers"])
+    if (f["layer"] == layer) {
+      f["bytes"] = bytes.size();
+      f["crc32"] = hex32(crc32(bytes));
+    }
+  write_file_atomic((ckpt / "manifest.json").string(), j.dump(2));
+}
+
 std::string flip_byte(const std::string& path, std::size_t at) {
   std::string bytes = read_file(path);
   bytes[at % bytes.size()] ^= 0x10;
@@ -254,15 +267,7 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
   SECTION("a layer file of another step, with the manifest's size and checksum made to match") {
     save_after(plan, dir.str(), 2);  // step-00000002 beside step-00000001
     const fs::path file = ckpt / "layer-00004.safetensors";
-    const std::string other = read_file((dir.path / "step-00000002/layer-00004.safetensors").string());
-    write_file_atomic(file.string(), other);
-    auto j = nlohmann::json::parse(read_file((ckpt / "manifest.json").string()));
-    for (auto& f : j["layers"])
-      if (f["layer"] == 4) {
-        f["bytes"] = other.size();
-        f["crc32"] = hex32(crc32(other));
-      }
-    write_file_atomic((ckpt / "manifest.json").string(), j.dump(2));
+    replace_layer_file(ckpt, 4, read_file((dir.path / "step-00000002/layer-00004.safetensors").string()));
     const Run r = train(plan, load, 2);
     CHECK_THAT(r.error, Catch::Contains(file.string()) && Catch::Contains("__metadata__.step: 2") &&
                             Catch::Contains("the manifest is of step 1"));
@@ -272,15 +277,7 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
     const fs::path file = ckpt / "layer-00002.safetensors";
     DecodedLayerFile decoded = decode_layer_file(read_file(file.string()), file.string());
     decoded.layer.tensors.at(0).values.at(3) = std::numeric_limits<float>::quiet_NaN();
-    const std::string bytes = encode_layer_file(decoded.layer, decoded.metadata);
-    write_file_atomic(file.string(), bytes);
-    auto j = nlohmann::json::parse(read_file((ckpt / "manifest.json").string()));
-    for (auto& f : j["layers"])
-      if (f["layer"] == 2) {
-        f["bytes"] = bytes.size();
-        f["crc32"] = hex32(crc32(bytes));
-      }
-    write_file_atomic((ckpt / "manifest.json").string(), j.dump(2));
+    replace_layer_file(ckpt, 2, encode_layer_file(decoded.layer, decoded.metadata));
     const Run r = train(plan, load, 2);
     CHECK_THAT(r.error,
                Catch::Contains(file.string() + ": tensor " + decoded.layer.tensors.at(0).name + ": 1 of ") &&
