@@ -33,25 +33,10 @@ void map_bamba(Config& c, Draft& d) {
   c.expect_false("attention_bias", "our attention layers have no biases");
 
   if (any_mamba) {
-    const std::int64_t heads = c.integer("mamba_n_heads");
-    const std::int64_t head_dim = c.integer("mamba_d_head");
-    const std::int64_t expand = c.integer_or("mamba_expand", 2);
-    if (heads * head_dim != expand * d.hidden)
-      c.fail("mamba_n_heads",
-             fmt::format("{} heads of mamba_d_head {} are {} wide, but mamba_expand x hidden_size is {}",
-                         heads, head_dim, heads * head_dim, expand * d.hidden),
-             "mamba_n_heads x mamba_d_head = mamba_expand x hidden_size");
-    d.sections.emplace_back("mamba", Flow()
-                                         .add("version", 2)
-                                         .add("heads", heads)
-                                         .add("head_dim", head_dim)
-                                         .add("state", c.integer("mamba_d_state"))
-                                         .add("groups", c.integer_or("mamba_n_groups", 1))
-                                         .add("conv", c.integer_or("mamba_d_conv", 4))
-                                         .str());
-    if (!c.boolean_or("mamba_conv_bias", true))
-      d.notes.push_back(
-          "the Mamba2 conv has no bias in this config (our count includes it: a few K parameters)");
+    Mamba2Keys keys{"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv"};
+    keys.expand = "mamba_expand";
+    d.sections.emplace_back("mamba", mamba2_section(c, keys, d.hidden));
+    note_conv_bias(c, d, "mamba_conv_bias", "Mamba2");
   } else {
     c.ignore({"mamba_n_heads", "mamba_d_head", "mamba_expand", "mamba_d_state", "mamba_n_groups",
               "mamba_d_conv", "mamba_conv_bias"});

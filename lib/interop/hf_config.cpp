@@ -347,6 +347,36 @@ std::int64_t mamba1_dt_rank(Config& c, std::string_view key, std::int64_t hidden
   return c.integer(key);
 }
 
+std::string mamba2_section(Config& c, const Mamba2Keys& k, std::int64_t hidden) {
+  const auto read = [&](std::string_view key, std::int64_t fallback) {
+    return fallback == 0 ? c.integer(key) : c.integer_or(key, fallback);
+  };
+  const std::int64_t heads = c.integer(k.heads);
+  const std::int64_t head_dim = read(k.head_dim, k.head_dim_default);
+  if (!k.expand.empty()) {
+    const std::int64_t inner = c.integer_or(k.expand, 2) * hidden;
+    if (heads * head_dim != inner)
+      c.fail(k.heads,
+             fmt::format("{} heads of {} {} are {} wide, but {} x hidden_size is {}", heads, k.head_dim,
+                         head_dim, heads * head_dim, k.expand, inner),
+             fmt::format("{} x {} = {} x hidden_size", k.heads, k.head_dim, k.expand));
+  }
+  return Flow()
+      .add("version", 2)
+      .add("heads", heads)
+      .add("head_dim", head_dim)
+      .add("state", read(k.state, k.state_default))
+      .add("groups", c.integer_or(k.groups, k.groups_default))
+      .add("conv", c.integer_or(k.conv, 4))
+      .str();
+}
+
+void note_conv_bias(Config& c, Draft& d, std::string_view key, std::string_view mixer) {
+  if (!c.boolean_or(key, true))
+    d.notes.push_back(fmt::format(
+        "the {} conv has no bias in this config (our count includes it: a few K parameters)", mixer));
+}
+
 void check_no_mtp(Config& c, std::string_view key) {
   if (c.integer_or(key, 0, 0) > 0)
     c.problem(key, "multi-token-prediction layers are not modelled (the pipeline would miss their work)");

@@ -146,6 +146,18 @@ void check_sliding_window(Config& config, std::string_view key, std::int64_t seq
 /// A Mamba (version 1) dt_rank: the integer at `key`, or ceil(hidden / 16) when it is "auto",
 /// absent or null.
 [[nodiscard]] std::int64_t mamba1_dt_rank(Config& config, std::string_view key, std::int64_t hidden);
+/// The keys of a family's Mamba2 mixer (they differ by family) and their defaults (0: required).
+struct Mamba2Keys {
+  std::string_view heads, head_dim, state, groups, conv;
+  std::int64_t head_dim_default = 0, state_default = 0, groups_default = 1;
+  /// The inner width's expansion key: heads x head_dim must equal it x hidden_size (its default
+  /// 2). Empty: the family takes the width from the heads alone (Nemotron-H ignores `expand`).
+  std::string_view expand;
+};
+/// The `mamba` section (version 2) a family's keys give, checked against `hidden`.
+[[nodiscard]] std::string mamba2_section(Config& config, const Mamba2Keys& keys, std::int64_t hidden);
+/// Notes a Mamba conv without bias (`key` false; our count includes the bias) for the `mixer`.
+void note_conv_bias(Config& config, Draft& draft, std::string_view key, std::string_view mixer);
 /// Rejects multi-token-prediction layers (a count key that must be absent or 0).
 void check_no_mtp(Config& config, std::string_view key);
 

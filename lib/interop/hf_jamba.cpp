@@ -48,9 +48,7 @@ void map_jamba(Config& c, Draft& d) {
   } else {
     c.ignore({"mamba_expand", "mamba_d_state", "mamba_d_conv", "mamba_dt_rank"});
   }
-  if (!c.boolean_or("mamba_conv_bias", true))
-    d.notes.push_back(
-        "the Mamba conv has no bias in this config (our count includes it: a few K parameters)");
+  note_conv_bias(c, d, "mamba_conv_bias", "Mamba");
   c.expect_false("mamba_proj_bias", "our Mamba projections have no biases");
   c.ignore({"use_mamba_kernels"});
 

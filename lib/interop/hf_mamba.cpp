@@ -31,39 +31,28 @@ void map_mamba(Config& c, Draft& d) {
            fmt::format("{} (or no intermediate_size)", inner));
   c.ignore({"intermediate_size"});
 
-  Flow m;
   if (v2) {
-    const std::int64_t heads = c.integer("num_heads");
-    const std::int64_t head_dim = c.integer_or("head_dim", 64);
-    if (heads * head_dim != inner)
-      c.fail("num_heads",
-             fmt::format("{} heads of head_dim {} are {} wide, but expand x hidden_size is {}", heads,
-                         head_dim, heads * head_dim, inner),
-             "num_heads x head_dim = expand x hidden_size");
-    m.add("version", 2)
-        .add("heads", heads)
-        .add("head_dim", head_dim)
-        .add("state", c.integer_or("state_size", 128))
-        .add("groups", c.integer_or("n_groups", 8))  // Mamba2Config's default
-        .add("conv", c.integer_or("conv_kernel", 4));
+    // Mamba2Config's defaults: head_dim 64, state 128, 8 groups.
+    const Mamba2Keys keys{"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", 64,
+                          128,         8,          "expand"};
+    d.sections.emplace_back("mamba", mamba2_section(c, keys, d.hidden));
     c.ignore({"time_step_rank"});  // Mamba2 has one dt per head, no dt projection
     if (!c.boolean_or("rms_norm", true))
       d.notes.push_back(
           "this config has no gated RMSNorm before out_proj (our count includes it: "
           "expand x hidden parameters per layer)");
   } else {
-    m.add("version", 1)
-        .add("expand", expand)
-        .add("state", c.integer_or("state_size", 16))
-        .add("conv", c.integer_or("conv_kernel", 4))
-        .add("dt_rank", mamba1_dt_rank(c, "time_step_rank", d.hidden));
+    d.sections.emplace_back("mamba", Flow()
+                                         .add("version", 1)
+                                         .add("expand", expand)
+                                         .add("state", c.integer_or("state_size", 16))
+                                         .add("conv", c.integer_or("conv_kernel", 4))
+                                         .add("dt_rank", mamba1_dt_rank(c, "time_step_rank", d.hidden))
+                                         .str());
   }
-  d.sections.emplace_back("mamba", m.str());
 
   c.expect_false("use_bias", "our Mamba projections have no biases");
-  if (!c.boolean_or("use_conv_bias", true))
-    d.notes.push_back(
-        "the Mamba conv has no bias in this config (our count includes it: a few K parameters)");
+  note_conv_bias(c, d, "use_conv_bias", "Mamba");
   const std::string act = c.string_or("hidden_act", "silu");
   if (act != "silu")
     c.problem("hidden_act", fmt::format("\"{}\": the Mamba gate is modelled with silu only", act));

@@ -96,17 +96,11 @@ void map_nemotron_h(Config& c, Draft& d) {
   c.expect_false("attention_bias", "our attention layers have no biases");
 
   if (uses('M')) {
-    Flow m;
-    m.add("version", 2)
-        .add("heads", c.integer("mamba_num_heads"))
-        .add("head_dim", c.integer("mamba_head_dim"))
-        .add("state", c.integer("ssm_state_size"))
-        .add("groups", c.integer_or("n_groups", 1))
-        .add("conv", c.integer_or("conv_kernel", 4));
-    d.sections.emplace_back("mamba", m.str());
-    if (!c.boolean_or("use_conv_bias", true))
-      d.notes.push_back(
-          "the Mamba2 conv has no bias in this config (our count includes it: a few K parameters)");
+    d.sections.emplace_back(
+        "mamba",
+        mamba2_section(c, {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel"},
+                       d.hidden));
+    note_conv_bias(c, d, "use_conv_bias", "Mamba2");
   } else {
     c.ignore(
         {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "use_conv_bias"});
