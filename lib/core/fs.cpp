@@ -55,7 +55,6 @@ std::string_view kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-/// Decides how `path` can be written, or throws OutputError naming `option` and `path`.
 /// The folder a file is written in ("." for a bare name).
 std::string folder_of(const std::string& target) {
   const std::filesystem::path t(target);
@@ -69,6 +68,7 @@ std::string temporary_template(const std::string& target) {
       .string();
 }
 
+/// Decides how `path` can be written, or throws OutputError naming `option` and `path`.
 OutputTarget resolve_output(const std::string& path, std::string_view option) {
   namespace fs = std::filesystem;
   const std::string name = option.empty() ? path : fmt::format("{} {}", option, path);
@@ -224,13 +224,13 @@ bool lies_inside(const std::string& path, const std::string& folder) {
          (inside.back() == '/' || at[inside.size()] == '/');
 }
 
-void check_output_path(const std::string& path, std::string_view option) {
-  if (path.empty()) return;
-  const OutputTarget t = resolve_output(path, option);
+namespace {
+
+/// A regular output `t` is written through a temporary file beside it: create one now, so that a
+/// folder that takes none (/proc/self, a read-only file system) is refused before the work, not
+/// after a long run. Devices, FIFOs and descriptors pass.
+void probe_folder(const OutputTarget& t, std::string_view option, const std::string& path) {
   if (t.plain || t.fd >= 0) return;
-  // A regular file is written through a temporary file beside it: create one now, so that a folder
-  // that takes none (/proc/self, a read-only file system) is refused before the work, not after a
-  // long run.
   std::string probe = temporary_template(t.path);
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) {
@@ -244,16 +244,22 @@ void check_output_path(const std::string& path, std::string_view option) {
   ::unlink(probe.c_str());
 }
 
+}  // namespace
+
+void check_output_path(const std::string& path, std::string_view option) {
+  if (path.empty()) return;
+  probe_folder(resolve_output(path, option), option, path);
+}
+
 void check_output_paths(std::initializer_list<OutputPath> outputs, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
-  const auto identity = [](const std::string& path) { return resolved_path(path); };
-  std::vector<std::pair<std::string, std::string_view>> seen;  // (identity, option) of file outputs
+  std::vector<std::pair<std::string, std::string_view>> seen;  // (resolved path, option) of file outputs
   for (const OutputPath& o : outputs) {
     if (o.path.empty()) continue;
-    check_output_path(o.path, o.option);
     const OutputTarget t = resolve_output(o.path, o.option);
+    probe_folder(t, o.option, o.path);
     if (t.plain || t.fd >= 0) continue;
-    const std::string id = identity(t.path);
+    const std::string id = resolved_path(t.path);
     for (const auto& [other, option] : seen)
       if (other == id)
         fail_output("{} {}: is also the {} output (each output needs a file of its own)", o.option, o.path,
@@ -261,7 +267,7 @@ void check_output_paths(std::initializer_list<OutputPath> outputs, const std::ve
     for (const std::string& in : inputs) {
       std::error_code ec;
       if (in.empty()) continue;
-      if (fs::is_regular_file(in, ec) && identity(in) == id)
+      if (fs::is_regular_file(in, ec) && resolved_path(in) == id)
         fail_output("{} {}: is an input of this command; writing it would replace what was read", o.option,
                     o.path);
       if (fs::is_directory(in, ec)) {
@@ -326,29 +332,31 @@ void write_file_atomic(const std::string& path, std::string_view contents, int f
 }
 
 void write_files_atomic(const std::vector<OutputFile>& files, int fifo_wait_ms) {
-  std::vector<const OutputFile*> regular;
+  struct Regular {
+    const OutputFile* file;
+    std::string target, tmp;  ///< where it goes (a link's end), its temporary file once written
+  };
+  std::vector<Regular> regular;
   for (const OutputFile& f : files) {
     if (f.path.empty()) continue;
-    const OutputTarget out = resolve_output(f.path, "");
+    OutputTarget out = resolve_output(f.path, "");
     if (out.fd >= 0 || out.plain)
       write_file_atomic(f.path, f.contents, fifo_wait_ms);
     else
-      regular.push_back(&f);
+      regular.push_back({&f, std::move(out.path), {}});
   }
-  std::vector<std::pair<std::string, const OutputFile*>> written;  // (temporary file, output)
   try {
-    for (const OutputFile* f : regular)
-      written.emplace_back(write_temporary(resolve_output(f->path, "").path, f->path, f->contents), f);
+    for (Regular& r : regular) r.tmp = write_temporary(r.target, r.file->path, r.file->contents);
   } catch (...) {
-    for (const auto& [tmp, f] : written) ::unlink(tmp.c_str());
+    for (const Regular& r : regular)
+      if (!r.tmp.empty()) ::unlink(r.tmp.c_str());
     throw;
   }
-  for (std::size_t i = 0; i < written.size(); ++i) {
+  for (std::size_t i = 0; i < regular.size(); ++i) {
     try {
-      rename_into_place(written[i].first, resolve_output(written[i].second->path, "").path,
-                        written[i].second->path);
+      rename_into_place(regular[i].tmp, regular[i].target, regular[i].file->path);
     } catch (...) {
-      for (std::size_t j = i + 1; j < written.size(); ++j) ::unlink(written[j].first.c_str());
+      for (std::size_t j = i + 1; j < regular.size(); ++j) ::unlink(regular[j].tmp.c_str());
       throw;
     }
   }
