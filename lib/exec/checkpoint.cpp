@@ -54,6 +54,13 @@ std::int64_t step_of(const std::string& name) {
   return step;
 }
 
+/// A save's temporary or replaced folder (".tmp-step-N", ".old-step-N"): what a crashed save
+/// leaves, and what the next save cleans up.
+bool save_leftover(const std::string& name) {
+  const std::string tmp = kTmpPrefix, old = kOldPrefix;  // both 5 characters
+  return (name.rfind(tmp, 0) == 0 || name.rfind(old, 0) == 0) && step_of(name.substr(tmp.size())) >= 0;
+}
+
 /// Makes a completed rename durable: the folder's entry is on disk once this returns.
 void sync_dir(const fs::path& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -217,20 +224,19 @@ void check_save_dir(const std::string& dir, std::initializer_list<OutputPath> ou
   const fs::path p(dir);
   // The names the saves write (latest, step-N, their temporary and old folders) and what lies inside
   // them may not be another output of the run; other files beside the checkpoints may.
+  const fs::path folder_path = resolved_path(dir);
   for (const OutputPath& o : outputs) {
     if (o.path.empty()) continue;
-    if (resolved_path(o.path) == resolved_path(dir))
+    const fs::path relative = fs::path(resolved_path(o.path)).lexically_relative(folder_path);
+    if (relative == ".")
       fail_output("{} {}: is the --save folder (expected a file of its own)", o.option, o.path);
-    if (!lies_inside(o.path, dir)) continue;
-    const std::string relative =
-        fs::path(resolved_path(o.path)).lexically_relative(resolved_path(dir)).begin()->string();
-    if (relative == kLatest || step_of(relative) >= 0 ||
-        ((relative.rfind(kTmpPrefix, 0) == 0 || relative.rfind(kOldPrefix, 0) == 0) &&
-         step_of(relative.substr(5)) >= 0))
+    if (relative.empty() || *relative.begin() == "..") continue;  // outside the folder
+    const std::string first = relative.begin()->string();
+    if (first == kLatest || step_of(first) >= 0 || save_leftover(first))
       fail_output(
           "{} {}: is {} of the --save folder {}, which the saves write and --keep prunes (expected "
           "another name)",
-          o.option, o.path, relative == kLatest ? "the 'latest' file" : "a checkpoint's place", dir);
+          o.option, o.path, first == kLatest ? "the 'latest' file" : "a checkpoint's place", dir);
   }
   if (fs::is_symlink(p, ec) && !fs::exists(p, ec))
     fail_output("--save {}: is a dangling symbolic link (expected the checkpoint folder, or a new one)", dir);
@@ -273,7 +279,7 @@ std::optional<std::string> state_problem(const CanonicalLayer& layer) {
     if (bad > 0)
       return fmt::format("tensor {}: {} of {} values are NaN or infinite (the state of a diverged run)",
                          t.name, bad, t.values.size());
-    if (negative > 0 && t.name.size() >= 11 && t.name.compare(t.name.size() - 11, 11, ".exp_avg_sq") == 0)
+    if (negative > 0 && t.name.ends_with(exp_avg_sq_name("")))
       return fmt::format("tensor {}: {} of {} values are negative (a second moment is a mean of squares)",
                          t.name, negative, t.values.size());
   }
@@ -415,8 +421,7 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
       }
       for (const auto& entry : fs::directory_iterator(root)) {  // leftovers of crashed saves
         const std::string n = entry.path().filename().string();
-        if ((n.rfind(kTmpPrefix, 0) == 0 || n.rfind(kOldPrefix, 0) == 0) && step_of(n.substr(5)) >= 0)
-          fs::remove_all(entry.path());
+        if (save_leftover(n)) fs::remove_all(entry.path());
       }
     } catch (const std::exception& e) {
       error = fmt::format("{}: {}", what, e.what());

@@ -204,12 +204,10 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   for (const std::string& data : {data_path, o.val_data_path})
     if (!data.empty())
       for (std::string& f : nn::token_files(data)) inputs.push_back(std::move(f));
-  check_output_paths(
-      {{"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}}, inputs);
-  if (!o.loop.save_dir.empty())
-    check_save_dir(
-        o.loop.save_dir,
-        {{"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}});
+  const std::initializer_list<OutputPath> outputs = {
+      {"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}};
+  check_output_paths(outputs, inputs);
+  if (!o.loop.save_dir.empty()) check_save_dir(o.loop.save_dir, outputs);
   if (o.check && !o.loop.load_path.empty())
     fail("--check compares a fresh model with the sequential reference: it cannot start from --load {}",
          o.loop.load_path);
