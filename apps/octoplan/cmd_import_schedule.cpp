@@ -97,9 +97,9 @@ int run(ImportScheduleArgs a) {
     costs = octo::parse_costs(skeleton.costs_yaml, fmt::format("{}: inputs.costs", a.stages));
     skeleton.generator = fmt::format("octoplan {}", octo::version());
   }
+  // The inline stages end at the last layer they hold, which must be the model's last.
   if (!a.stage_layers.empty()) {
-    std::int64_t total = 0;
-    for (const int n : a.stage_layers) total += n;
+    const std::int64_t total = skeleton.stages.back().end_layer;
     if (total != static_cast<std::int64_t>(costs.layers.size()))
       option_error(fmt::format(
           "--stage-layers: the stages hold {} layers, but the model has {} (embedding and LM head "
