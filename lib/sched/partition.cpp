@@ -1,7 +1,9 @@
 #include "sched/partition.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "core/error.hpp"
@@ -128,34 +130,47 @@ std::vector<int> min_max_split(std::span<const double> costs, int parts) {
     return prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)];
   };
 
-  // best[k][i]: the smallest possible largest part when layers [i, n) form k parts.
+  // The optimum is the smallest T for which layers split into at most `parts` runs of sum <= T,
+  // and the greedy split (each run as long as it stays <= T) finds one whenever one exists: its
+  // k-th cut is never before any feasible split's (seg(i, e) grows with e, shrinks with i, also in
+  // floating point since the prefix sums do not decrease). Bisection over the doubles between the
+  // largest layer (infeasible below it) and the whole model ends at two neighbouring doubles, the
+  // upper one the optimum; at most 64 steps of O(parts log n) each, where a DP over (parts, start)
+  // took parts · n log n (seconds for 65536 layers, once per baseline and fit-advice trial).
+  auto fits_within = [&](double cap) {
+    int runs = 0;
+    for (int i = 0; i < n;) {
+      if (seg(i, i + 1) > cap || ++runs > parts) return false;
+      int lo = i + 1, hi = n;  // the last e with seg(i, e) <= cap
+      while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (seg(i, mid) <= cap)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      i = lo;
+    }
+    return true;
+  };
+  double low = 0;  // the largest layer: no split has a smaller largest part
+  for (int i = 0; i < n; ++i) low = std::max(low, seg(i, i + 1));
+  double target = low;
+  if (!fits_within(low)) {
+    // Non-negative doubles order like their bit patterns: bisect those. low fails, high fits.
+    auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+    std::uint64_t fail_bits = bits(low), fit_bits = bits(std::max(seg(0, n), low));
+    while (fit_bits - fail_bits > 1) {
+      const std::uint64_t mid = fail_bits + (fit_bits - fail_bits) / 2;
+      if (fits_within(std::bit_cast<double>(mid)))
+        fit_bits = mid;
+      else
+        fail_bits = mid;
+    }
+    target = std::bit_cast<double>(fit_bits);
+  }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const auto width = static_cast<std::size_t>(n) + 1;
-  std::vector<double> best(static_cast<std::size_t>(parts + 1) * width, kInf);
-  auto at = [&](int k, int i) -> double& {
-    return best[static_cast<std::size_t>(k) * width + static_cast<std::size_t>(i)];
-  };
-  for (int i = 0; i < n; ++i) at(1, i) = seg(i, n);
-  // The first part seg(i, e) grows with e and the rest's optimum at(k − 1, e) shrinks with it (a
-  // shorter suffix never needs a larger part), so the best e is where they cross: found by binary
-  // search, n log n per part count instead of n^2 (65536 layers took minutes).
-  for (int k = 2; k <= parts; ++k) {
-    for (int i = 0; i + k <= n; ++i) {
-      int lo = i + 1, hi = n - (k - 1);  // the first e with seg(i, e) >= at(k − 1, e), else hi + 1
-      while (lo <= hi) {
-        const int mid = lo + (hi - lo) / 2;
-        if (seg(i, mid) >= at(k - 1, mid))
-          hi = mid - 1;
-        else
-          lo = mid + 1;
-      }
-      double b = kInf;
-      for (int e : {lo - 1, lo})
-        if (e >= i + 1 && e + (k - 1) <= n) b = std::min(b, std::max(seg(i, e), at(k - 1, e)));
-      at(k, i) = b;
-    }
-  }
-  const double target = at(parts, 0);
 
   // Among the splits reaching the optimum, the most even one: smallest sum of squared part costs
   // (even[k][i] for layers [i, n) in k parts, each at most `target`), then the earliest cuts.
@@ -180,9 +195,16 @@ std::vector<int> min_max_split(std::span<const double> costs, int parts) {
   for (int k = 2; k <= parts; ++k) {
     const double rest_cap = (k - 1) * target + slack;
     const double front_cap = (parts - k) * target + slack;
-    for (int i = 0; i + k <= n && prefix[static_cast<std::size_t>(i)] <= front_cap; ++i) {
-      const auto from = std::lower_bound(prefix.begin() + i + 1, prefix.end(), prefix.back() - rest_cap);
-      for (auto e = static_cast<int>(from - prefix.begin()); e + (k - 1) <= n; ++e) {
+    // The rest [e, n) fits from `rest_from` on; a start whose first part cannot reach it within
+    // `target` (prefix below total − k · target, less a margin for rounding) has no split.
+    const auto rest_from = static_cast<int>(
+        std::lower_bound(prefix.begin(), prefix.end(), prefix.back() - rest_cap) - prefix.begin());
+    const auto first_start = static_cast<int>(
+        std::lower_bound(prefix.begin(), prefix.end(), prefix.back() - k * target - 2 * slack) -
+        prefix.begin());
+    for (int i = std::max(first_start - 1, 0); i + k <= n && prefix[static_cast<std::size_t>(i)] <= front_cap;
+         ++i) {
+      for (int e = std::max(rest_from, i + 1); e + (k - 1) <= n; ++e) {
         const double first = seg(i, e);
         if (first > target) break;
         const double total = first * first + ev(k - 1, e);

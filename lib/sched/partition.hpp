@@ -54,7 +54,7 @@ enum class Placement : std::uint8_t { Sequential, Interleaved, VShape };
 [[nodiscard]] std::vector<Stage> uniform_partition(int layers, int stages, Placement placement, int devices);
 
 /// Contiguous split of `costs` (one non-negative number per layer) into `parts` non-empty parts
-/// minimising the largest part sum: exact optimum by dynamic programming, O(parts · n²). Among
+/// minimising the largest part sum: the exact optimum (bisection on it with a greedy check). Among
 /// optimal splits it returns the most even one — the smallest sum of squared part sums — and among
 /// those the earliest cuts, so the result is deterministic. Throws octo::Error when parts < 1, parts > n, or
 /// a cost is negative or not finite. Returns the stage ends.
