@@ -347,7 +347,8 @@ BalanceScore score_layout(std::span<const double> work, const Layout& l, int dev
 }  // namespace
 
 Layout rebalance_placement(std::span<const double> layer_work, const Layout& start, int devices,
-                           const StaticLimit* limit, int max_rounds, const Warmup* warmup) {
+                           const StaticLimit* limit, int max_rounds, const Warmup* warmup,
+                           const std::function<bool()>& stop) {
   Layout best = start;
   double total = 0;
   for (double w : layer_work) total += w;
@@ -355,7 +356,8 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
   BalanceScore best_score = score_layout(layer_work, best, devices, limit, warmup);
   const int S = static_cast<int>(start.device.size());
   const DeviceBalancer balancer(layer_work, S, devices, limit, warmup);
-  for (int round = 0; round < max_rounds; ++round) {
+  bool stopped = false;
+  for (int round = 0; round < max_rounds && !stopped; ++round) {
     // The devices to relieve: the busiest, and any over the static cap.
     const std::vector<double> w = device_work(layer_work, best.ends, best.device, devices);
     std::vector<std::uint8_t> hot(static_cast<std::size_t>(devices), 0);
@@ -370,6 +372,7 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
     Layout round_best = best;
     BalanceScore round_score = best_score;
     auto consider = [&](std::vector<int> map) {
+      if (stopped || (stop && (stopped = stop()))) return;
       Layout trial{balancer.balance(map, false), std::move(map)};
       const BalanceScore sc = score_layout(layer_work, trial, devices, limit, warmup);
       if (better_balance(sc, round_score, tol)) {
@@ -398,6 +401,7 @@ Layout rebalance_placement(std::span<const double> layer_work, const Layout& sta
     best = std::move(round_best);
     best_score = round_score;
   }
+  if (stopped) return best;
   // The chosen map with the thorough balance (it can only improve on the fast one's start).
   Layout final{balancer.balance(best.device, true), best.device};
   if (!better_balance(best_score, score_layout(layer_work, final, devices, limit, warmup), tol))

@@ -4,6 +4,7 @@
 /// stages), not of each stage.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -100,10 +101,14 @@ struct Layout {
 /// held by the busiest device (or one over the static cap) with another stage's, or moving it to
 /// another device, re-balancing the partition (balance_per_device) for every trial map, and keeps
 /// the best improvement of the objective (static overflow, largest device work, sum of squares).
-/// Every device keeps at least one stage. At most `max_rounds` improvements.
+/// Every device keeps at least one stage. At most `max_rounds` improvements. Once `stop` (when given)
+/// returns true, no further trial map is balanced and the best layout so far is returned: a trial
+/// costs up to two balancer descents (kBalanceWorkLimit each), and a model of tens of thousands of
+/// layers needs that for every one of its S² trials.
 [[nodiscard]] Layout rebalance_placement(std::span<const double> layer_work, const Layout& start, int devices,
                                          const StaticLimit* limit = nullptr, int max_rounds = 8,
-                                         const Warmup* warmup = nullptr);
+                                         const Warmup* warmup = nullptr,
+                                         const std::function<bool()>& stop = {});
 
 /// Stage ends for a wave placement of k = stages / devices sweeps (stage_device from
 /// wave_placement) with a warm-up ramp: every device gets the same share of the work, and in the

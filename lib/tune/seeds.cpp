@@ -234,7 +234,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
           const std::vector<int> ends = lim || w ? balance_per_device(work, map, p, 4, lim, w) : plain;
           add(ends, map);
           if (rebalance) {
-            const Layout l = rebalance_placement(work, Layout{ends, map}, p, lim, 6, w);
+            const Layout l = rebalance_placement(work, Layout{ends, map}, p, lim, 6, w, stop);
             add(l.ends, l.device);
           }
         }

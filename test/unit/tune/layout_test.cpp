@@ -182,6 +182,23 @@ Layout check_rebalance(const Problem& pb, const Layout& start, int devices) {
   const std::vector<int> thorough =
       balance_per_device(pb.work, got.device, devices, 4, pb.limit_ptr(l), pb.warmup_ptr(w));
   CHECK_FALSE(clearly_better(objective(pb, thorough, got.device, devices), res, total));
+  // A stop raised before the first trial map returns the start itself; one raised after a few
+  // trials returns the best so far: never worse than the start, at most the full run's result.
+  int asked = 0;
+  const Layout at_once = rebalance_placement(pb.work, start, devices, pb.limit_ptr(l), 6, pb.warmup_ptr(w),
+                                             [&] { return ++asked > 0; });
+  CHECK(at_once == start);
+  CHECK(asked == 1);
+  for (int trials : {1, 3, 10}) {
+    asked = 0;
+    const Layout early = rebalance_placement(pb.work, start, devices, pb.limit_ptr(l), 6, pb.warmup_ptr(w),
+                                             [&] { return ++asked > trials; });
+    CHECK(asked <= trials + 1);
+    REQUIRE(valid_ends(early.ends, start.device.size(), n));
+    const Objective eo = objective(pb, early.ends, early.device, devices);
+    CHECK_FALSE(clearly_better(objective(pb, start.ends, start.device, devices), eo, total));
+    CHECK_FALSE(clearly_better(eo, res, total));
+  }
   return got;
 }
 
