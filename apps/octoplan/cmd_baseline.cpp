@@ -19,6 +19,7 @@
 #include "sched/baseline.hpp"
 #include "sched/partition.hpp"
 #include "sched/schedule.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
@@ -121,6 +122,8 @@ int run(const BaselineArgs& a) {
   fmt::print("\niteration time  {:.3f} ms\n", pred.iteration_time_ms);
   fmt::print("bubble          {:.2f} %\n", 100.0 * pred.bubble_ratio);
   fmt::print("throughput      {:.0f} tokens/s\n", pred.tokens_per_s);
+  if (const std::string bounds = octo::describe_lower_bounds(pred); !bounds.empty())
+    fmt::print("{}\n", bounds);
   fmt::print("\n{:>6}  {:>9}  {:>9}  {:>11}  {:>11}  {:>9}  {:>5}\n", "device", "busy ms", "idle ms",
              "memory GiB", "limit GiB", "live acts", "fits");
   for (const octo::DevicePrediction& d : pred.devices) {

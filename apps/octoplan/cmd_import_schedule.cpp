@@ -132,6 +132,7 @@ int run(ImportScheduleArgs a) {
              a.stages.empty() ? "stages from --stage-layers" : "stages from " + a.stages);
   fmt::print("predicted iteration {:.3f} ms, bubble {:.2f} %, {} memory\n", r.makespan_ms,
              100.0 * r.bubble_ratio, r.fits_memory ? "fits" : "EXCEEDS");
+  fmt::print("{}\n", octo::describe_lower_bounds(*plan.predicted));
   nlohmann::json report = octo::to_json(*plan.predicted);
   report["command"] = "import-schedule";
   report["csv"] = a.csv;

@@ -49,14 +49,20 @@ estimate-errors)
 baseline-check)
   for s in gpipe 1f1b interleaved zb-h1 zb-v; do
     "$octoplan" baseline profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/cpu-local.yaml \
-      --schedule "$s" --pp 2 --microbatches 4 -o "$work/$s.json" --report "$work/$s.report.json" >/dev/null \
-      || fail "baseline $s"
+      --schedule "$s" --pp 2 --microbatches 4 -o "$work/$s.json" --report "$work/$s.report.json" \
+      >"$work/$s.out" || fail "baseline $s"
+    # The printed report names the lower bounds and the gaps the JSON report carries.
+    grep -Eq "^lower bound [0-9.]+ ms \([a-z_]+.*\), gap [0-9.]+ %; for this partition and placement [0-9.]+ ms" \
+      "$work/$s.out" || fail "baseline $s prints no lower bound: $(cat "$work/$s.out")"
     "$octoplan" check "$work/$s.json" >/dev/null || fail "check of baseline $s"
     python3 - "$work/$s.report.json" <<'PY' || fail "report of $s lacks fields"
 import json, sys
 r = json.load(open(sys.argv[1]))
-for k in ("iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "devices"):
+for k in ("iteration_time_ms", "bubble_ratio", "tokens_per_s", "fits_memory", "devices", "lower_bound_ms", "gap",
+          "structure_lower_bound_ms"):
     assert k in r, k
+assert 0 < r["lower_bound_ms"] <= r["structure_lower_bound_ms"] <= r["iteration_time_ms"] * (1 + 1e-9), r
+assert abs(r["gap"] - (r["iteration_time_ms"] / r["lower_bound_ms"] - 1)) < 1e-9, r
 for d in r["devices"]:
     for k in ("busy_ms", "idle_ms", "peak_memory_bytes"):
         assert k in d, k

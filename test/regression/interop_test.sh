@@ -103,6 +103,8 @@ export-import)
       run "$octoplan" export "$work/$p.json" --format torch-csv $comms -o "$work/$p$comms.csv"
       [[ -f "$work/$p$comms.stages.json" ]] || fail "no stage file beside $p$comms.csv"
       run "$octoplan" import-schedule "$work/$p$comms.csv" --stages "$work/$p$comms.stages.json" -o "$work/$p$comms.back.json"
+      grep -Eq "^lower bound [0-9.]+ ms .*, gap [0-9.]+ %; for this partition and placement" "$work/last.log" \
+        || fail "import-schedule prints no lower bound: $(cat "$work/last.log")"
       same_plan "$work/$p.json" "$work/$p$comms.back.json"
       run "$octoplan" check "$work/$p$comms.back.json"
       echo "ok: $p ${comms:-compute_only}: export -> import is the identity"
