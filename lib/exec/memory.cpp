@@ -86,6 +86,23 @@ std::vector<std::int64_t> model_static_bytes(const ExecPlan& plan) {
   return out;
 }
 
+std::vector<std::int64_t> cpu_scratch_bytes(const ExecPlan& plan) {
+  const Plan& p = plan.plan;
+  const double seq = static_cast<double>(std::max<std::int64_t>(plan.model.seq_len, 0));
+  const auto scores = static_cast<std::int64_t>(std::min(2.0 * seq * seq * sizeof(float), 9.0e18));
+  std::vector<std::int64_t> out(static_cast<std::size_t>(std::max(p.devices, 0)), 0);
+  for (const Stage& st : p.stages) {
+    if (st.device < 0 || static_cast<std::size_t>(st.device) >= out.size()) continue;
+    for (int l = std::max(st.first_layer, 0);
+         l < st.end_layer && static_cast<std::size_t>(l) < plan.model.layers.size(); ++l) {
+      const std::vector<BlockKind>& parts = plan.model.layers[static_cast<std::size_t>(l)].parts;
+      if (std::find(parts.begin(), parts.end(), BlockKind::Attention) != parts.end())
+        out[static_cast<std::size_t>(st.device)] = scores;
+    }
+  }
+  return out;
+}
+
 MemoryComparison compare_memory(const ExecPlan& plan, const HeldBytes& held,
                                 const std::vector<StepStats>& steps, Comm& world) {
   const auto R = static_cast<std::size_t>(world.size());

@@ -65,6 +65,13 @@ struct DeviceMemoryPrediction {
 /// larger of the two.
 [[nodiscard]] std::vector<std::int64_t> model_static_bytes(const ExecPlan& plan);
 
+/// The scratch the CPU kernels keep per rank beside the tensors the planner prices, per pipeline
+/// device: causal attention computes each head's seq x seq score matrix in fp32 (its backward two
+/// of them, nn/cpu/attention.cpp), in one buffer that every attention layer of the rank reuses, so
+/// 2 · seq² · 4 bytes where the device holds an attention layer and 0 elsewhere (the Mamba scan's
+/// chunk of states is small beside it). 8192 tokens: 512 MiB; 65536: 32 GiB.
+[[nodiscard]] std::vector<std::int64_t> cpu_scratch_bytes(const ExecPlan& plan);
+
 /// The end-of-run table: one line per rank, MiB, measured parts and the prediction.
 [[nodiscard]] std::string memory_table(const MemoryComparison& memory);
 

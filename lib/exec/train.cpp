@@ -115,10 +115,13 @@ struct RankPeak {
   double bytes = 0;
   bool repriced = false;
   bool from_model = false;  ///< the model's parameter state, larger than the prediction
+  double scratch = 0;       ///< the CPU kernels' attention scratch, included in `bytes`
+  int rank = 0;
 };
 
 RankPeak predicted_rank_peak(const ExecPlan& plan, int rank) {
   RankPeak out;
+  out.rank = rank;
   const std::vector<DeviceMemoryPrediction> predicted = predicted_memory(plan, out.repriced);
   const Plan& p = plan.plan;
   out.device = RankLayout(p.devices, p.tp, p.dp, p.ep).coords(rank).pp;
@@ -130,6 +133,13 @@ RankPeak predicted_rank_peak(const ExecPlan& plan, int rank) {
   if (d < model.size() && static_cast<double>(model[d]) > out.bytes) {
     out.bytes = static_cast<double>(model[d]);
     out.from_model = true;
+  }
+  // The CPU kernels' score scratch, which no prediction prices: 65536-token sequences ended in
+  // std::bad_alloc at the first forward.
+  const std::vector<std::int64_t> scratch = cpu_scratch_bytes(plan);
+  if (d < scratch.size()) {
+    out.scratch = static_cast<double>(scratch[d]);
+    out.bytes += out.scratch;
   }
   return out;
 }
@@ -144,11 +154,18 @@ Error too_large_for_machine(const std::string& who, double need_bytes, const Ran
                 " by the fp32 parameter state of the model it runs (more than "
                 "the plan's prediction: were the costs made for this model?)")
           : fmt::format(" by the plan's prediction{}", basis.repriced ? " (re-priced at fp32)" : "");
+  const std::string scratch =
+      basis.scratch > 0
+          ? fmt::format(
+                " with the {:.1f} GiB of scratch in which the CPU attention of rank {} computes its "
+                "seq x seq scores",
+                to_gib(basis.scratch), basis.rank)
+          : std::string();
   return Error(
-      fmt::format("{} would need about {:.1f} GiB of memory{}, more than this machine's {:.1f} GiB "
+      fmt::format("{} would need about {:.1f} GiB of memory{}{}, more than this machine's {:.1f} GiB "
                   "(expected a plan that fits: more pipeline devices or machines, recompute, a smaller "
                   "micro-batch or seq)",
-                  who, to_gib(need_bytes), by, to_gib(static_cast<double>(physical))),
+                  who, to_gib(need_bytes), by, scratch, to_gib(static_cast<double>(physical))),
       ErrorKind::TooLarge);
 }
 

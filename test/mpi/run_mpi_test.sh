@@ -144,6 +144,17 @@ cli)
   cat "$dir/huge.log"
   [ "$rc" -eq 6 ] || fail "a plan needing more memory than the machine has exits $rc, not 6"
   grep -q "would need about .* GiB of memory by the plan's prediction" "$dir/huge.log" || fail "no clear message"
+  # 2^18-token sequences: the prediction (14 GiB on rank 0) would pass a machine of 16 GiB, but the
+  # CPU attention computes each head's seq x seq scores in a scratch of 2 x 2^36 floats (512 GiB):
+  # refused at set-up too (it ended in std::bad_alloc at the first forward, exit 8).
+  sed 's/^seq_len: .*/seq_len: 262144/' "$model" >"$dir/long-seq.yaml"
+  "$octoplan" baseline "$dir/long-seq.yaml" --cluster "$cluster" --schedule 1f1b --pp 2 --microbatches 2 \
+    --allow-oversubscribed-memory -o "$dir/long.json" >/dev/null || fail "no plan for the long-seq model"
+  mpirun_n 2 "$octorun" "$dir/long.json" --steps 1 >"$dir/long.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 6 ] || { cat "$dir/long.log"; fail "a plan whose attention scratch passes the machine exits $rc, not 6"; }
+  grep -q "with the 512.0 GiB of scratch in which the CPU attention of rank [01] computes its seq x seq scores" \
+    "$dir/long.log" || { cat "$dir/long.log"; fail "no clear message for the attention scratch"; }
   # The plan's embedded model edited after planning (vocab 256 -> 2e9): its costs still price 3.5 MiB
   # per rank, the executor would allocate the model's 1.9 TiB; refused at set-up too (it ended in
   # bad_alloc with MPI_ABORT noise).

@@ -246,3 +246,31 @@ TEST_CASE("memory: a bf16 plan's prediction is re-priced at the executor's fp32"
   }
   CHECK(std::abs(static_cast<double>(re[0].peak_activation_bytes - activation)) <= 2);
 }
+
+TEST_CASE("memory: the CPU attention's score scratch, 2 seq x seq floats, where a device holds attention",
+          "[exec][memory]") {
+  for (int pp : {1, 2, 4}) {
+    const ExecPlan plan = parallel_plan(pp, 1, 1, 0);
+    const std::int64_t seq = plan.model.seq_len;
+    REQUIRE(seq > 0);
+    const std::vector<std::int64_t> scratch = cpu_scratch_bytes(plan);
+    REQUIRE(scratch.size() == static_cast<std::size_t>(pp));
+    int with = 0, without = 0;
+    for (int d = 0; d < pp; ++d) {
+      bool attention = false;
+      for (const Stage& s : plan.plan.stages)
+        if (s.device == d)
+          for (int l = s.first_layer; l < s.end_layer; ++l)
+            attention = attention || kTinyLayers[static_cast<std::size_t>(l)] == '*';
+      INFO("pp " << pp << ", device " << d);
+      CHECK(scratch[static_cast<std::size_t>(d)] == (attention ? 2 * seq * seq * 4 : 0));
+      ++(attention ? with : without);
+    }
+    CHECK(with > 0);
+    if (pp == 4) CHECK(without > 0);  // the uniform split leaves some device without attention
+  }
+  // 65536-token sequences: 32 GiB, what the machine's memory check now counts.
+  ExecPlan longer = parallel_plan(1, 1, 1, 0);
+  longer.model.seq_len = 65536;
+  CHECK(cpu_scratch_bytes(longer)[0] == std::int64_t{32} << 30);
+}
