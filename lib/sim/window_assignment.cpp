@@ -93,7 +93,10 @@ class WindowKnapsack {
         r -= take;
       }
       if (bound <= best * (1 + 1e-12)) return;
-      const int most = std::min(types[t].count, static_cast<int>(std::floor(left / types[t].inside)));
+      // In double: a layer whose share of the window is tiny (1e-9 ms) fits 10^10 times over, which
+      // no int holds (the overflow took no copies, and the bound rose above simulated plans).
+      const double fit = std::floor(left / types[t].inside);
+      const int most = fit >= types[t].count ? types[t].count : static_cast<int>(std::max(fit, 0.0));
       for (int c = most; c >= 0 && !gave_up; --c)
         run(t + 1, left - c * types[t].inside, value + c * types[t].work);
     }

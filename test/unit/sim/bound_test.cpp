@@ -27,18 +27,25 @@ using namespace octo::simtest;
 namespace {
 
 /// A random cost profile: per layer f, b, w (w = 0 for the whole profile a third of the time),
-/// sometimes a heavy first or last layer, output bytes.
+/// sometimes a heavy first or last layer, sometimes layers with times of 0 to 1e-6 ms beside
+/// millisecond ones (a profiler's near-empty embedding or head), output bytes.
 std::vector<StageCost> random_layers(std::mt19937& rng, int n) {
   std::uniform_real_distribution<double> t(0.1, 3.0);
-  std::bernoulli_distribution coin(0.33);
+  std::bernoulli_distribution coin(0.33), tiny_profile(0.15);
   const bool no_w = coin(rng), heavy_head = coin(rng), heavy_embedding = coin(rng), uniform = coin(rng);
+  const bool tiny = tiny_profile(rng);
   const StageCost one = cost(t(rng), t(rng), t(rng), t(rng));
   std::vector<StageCost> layers;
+  auto tiny_time = [&] {
+    constexpr double kTiny[] = {0.0, 1e-12, 1e-9, 1e-6};
+    return kTiny[std::uniform_int_distribution<int>(0, 3)(rng)];
+  };
   for (int l = 0; l < n; ++l) {
     StageCost c = uniform ? one : cost(t(rng), t(rng), t(rng), t(rng));
     if (no_w) c.w_ms = 0;
     if (heavy_head && l == n - 1) c = cost(8 * c.f_ms, 8 * c.b_ms, no_w ? 0 : 8 * c.w_ms, 8 * c.r_ms);
     if (heavy_embedding && l == 0) c = cost(0.05, 0, no_w ? 0 : 6 * t(rng), 0.05);
+    if (tiny && coin(rng)) c = cost(tiny_time(), tiny_time(), no_w ? 0 : tiny_time(), tiny_time());
     c.act_bytes = 1000;
     c.wgrad_bytes = 300;
     c.out_bytes = std::uniform_int_distribution<std::int64_t>(0, 4000)(rng);
