@@ -146,7 +146,7 @@ Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
   plan.predicted = predict(result, plan);
   if (cache.skip) return plan;
   if (!cache.bound || cache.p != r.p || cache.m != r.m)
-    cache = {r.p, r.m, any_plan_lower_bound(make_sim_input(layer_plan(plan), in), r.m)};
+    cache = {r.p, r.m, any_plan_lower_bound(any_plan_input(plan, in), r.m)};
   add_lower_bounds(*plan.predicted, plan_bounds(plan, sim_input, *cache.bound));
   return plan;
 }

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "plan/plan_inputs.hpp"
 #include "sim/one_machine.hpp"
 #include "sim/packing.hpp"
 #include "sim/suffix_packing.hpp"
@@ -252,6 +253,8 @@ Plan layer_plan(const Plan& plan) {
   p.devices = plan.devices;
   p.tp = plan.tp;
   p.dp = plan.dp;
+  p.ep = plan.ep;
+  p.zero = plan.zero;
   p.microbatches = plan.microbatches;
   p.micro_batch = plan.micro_batch;
   p.seq = plan.seq;
@@ -260,6 +263,73 @@ Plan layer_plan(const Plan& plan) {
   p.programs.assign(static_cast<std::size_t>(std::max(plan.devices, 0)), {});
   for (int l = 0; l < layers; ++l) p.stages.push_back(Stage{l, l + 1, 0, false});
   return p;
+}
+
+SimInput any_plan_input(const Plan& plan, const std::function<SimInput(const Plan&)>& make) {
+  Plan layers = layer_plan(plan);
+  SimInput in = make(layers);
+  if (plan.devices <= 1) return in;
+  // The DP tail's bandwidth parts, kept apart from the latency parts (DataTail sums the former and
+  // counts one of the latter): the least of each is a lower bound wherever the layer is.
+  const auto bandwidth_parts = [](const std::vector<double>& total, const std::vector<double>& latency) {
+    std::vector<double> out(total.size());
+    for (std::size_t l = 0; l < total.size(); ++l)
+      out[l] = total[l] - (latency.size() == total.size() ? latency[l] : total[l]);
+    return out;
+  };
+  std::vector<double> sync = bandwidth_parts(in.grad_sync_ms, in.grad_sync_latency_ms),
+                      gather = bandwidth_parts(in.param_gather_ms, in.param_gather_latency_ms);
+  if (in.grad_sync_latency_ms.size() != in.grad_sync_ms.size()) in.grad_sync_latency_ms = in.grad_sync_ms;
+  if (in.param_gather_latency_ms.size() != in.param_gather_ms.size())
+    in.param_gather_latency_ms = in.param_gather_ms;
+  double optimizer = 0;
+  for (double t : in.optimizer_ms) optimizer += t;
+  const auto least = [](std::vector<double>& into, const std::vector<double>& other) {
+    for (std::size_t i = 0; i < into.size() && i < other.size(); ++i) into[i] = std::min(into[i], other[i]);
+  };
+  for (int d = 1; d < plan.devices; ++d) {
+    for (Stage& st : layers.stages) st.device = d;
+    const SimInput other = make(layers);
+    for (std::size_t l = 0; l < in.stages.size() && l < other.stages.size(); ++l) {
+      StageCost& c = in.stages[l];
+      const StageCost& o = other.stages[l];
+      c.f_ms = std::min(c.f_ms, o.f_ms);
+      c.b_ms = std::min(c.b_ms, o.b_ms);
+      c.w_ms = std::min(c.w_ms, o.w_ms);
+      c.r_ms = std::min(c.r_ms, o.r_ms);
+      c.ep_f_ms = std::min(c.ep_f_ms, o.ep_f_ms);
+      c.ep_b_ms = std::min(c.ep_b_ms, o.ep_b_ms);
+    }
+    least(sync, bandwidth_parts(other.grad_sync_ms, other.grad_sync_latency_ms));
+    least(in.grad_sync_latency_ms, other.grad_sync_latency_ms.size() == other.grad_sync_ms.size()
+                                       ? other.grad_sync_latency_ms
+                                       : other.grad_sync_ms);
+    least(gather, bandwidth_parts(other.param_gather_ms, other.param_gather_latency_ms));
+    least(in.param_gather_latency_ms, other.param_gather_latency_ms.size() == other.param_gather_ms.size()
+                                          ? other.param_gather_latency_ms
+                                          : other.param_gather_ms);
+    double step = 0;
+    for (double t : other.optimizer_ms) step += t;
+    optimizer = std::min(optimizer, step);
+  }
+  for (std::size_t l = 0; l < in.grad_sync_ms.size(); ++l)
+    in.grad_sync_ms[l] = sync[l] + in.grad_sync_latency_ms[l];
+  for (std::size_t l = 0; l < in.param_gather_ms.size(); ++l)
+    in.param_gather_ms[l] = gather[l] + in.param_gather_latency_ms[l];
+  if (!in.optimizer_ms.empty()) {
+    std::fill(in.optimizer_ms.begin(), in.optimizer_ms.end(), 0.0);
+    in.optimizer_ms[0] = optimizer;
+  }
+  return in;
+}
+
+SimInput any_plan_input(const Plan& plan, const PlannerInputs& inputs) {
+  return any_plan_input(plan, [&](const Plan& p) { return make_sim_input(p, inputs); });
+}
+
+SimInput any_plan_input(const Plan& plan, double memory_limit_gib) {
+  const PlanInputs inputs = embedded_inputs(plan, "<plan>");
+  return any_plan_input(plan, [&](const Plan& p) { return make_sim_input(p, inputs, memory_limit_gib); });
 }
 
 namespace {
@@ -540,8 +610,34 @@ LowerBound structure_bound(const std::vector<Stage>& stages, int microbatches, c
       busiest_device = d;
     }
   }
-  LowerBound lb = finish({{"critical_path", path}, {"device_work", worst_work}, {"device_windows", busiest}},
-                         busiest_device);
+  std::vector<BoundTerm> terms{
+      {"critical_path", path}, {"device_work", worst_work}, {"device_windows", busiest}};
+  // The DP tail (lib/plan/CONTRACTS.md "Around the pipeline"): a device's reductions run one after
+  // another on its DP stream, each once its stage's last backward has ended (no earlier than the
+  // last rank's B release + B + W); the optimizer step follows its compute and its reductions, the
+  // ZeRO-1 gathers the step. The any-plan bound prices them at every layer's cheapest device, so
+  // this is the term that sees the plan's own groups' links.
+  if (!in.grad_sync_ms.empty()) {
+    const auto D = static_cast<std::size_t>(in.devices);
+    std::vector<double> ready(D, kInf), sync(D, 0.0), gather(D, 0.0), work(D, 0.0);
+    std::vector<std::uint8_t> used(D, 0);
+    for (std::size_t s = 0; s < N; ++s) {
+      const auto d = static_cast<std::size_t>(dev(static_cast<int>(s)));
+      used[d] = 1;
+      ready[d] = std::min(ready[d], RB[at(s, K - 1)] + B[s] + W[s]);
+      if (s < in.grad_sync_ms.size()) sync[d] += in.grad_sync_ms[s];
+      if (s < in.param_gather_ms.size()) gather[d] += in.param_gather_ms[s];
+      work[d] += m * (F[s] + B[s] + W[s] + R[s]);
+    }
+    double tail = 0;
+    for (std::size_t d = 0; d < D; ++d) {
+      if (!used[d]) continue;
+      const double step = d < in.optimizer_ms.size() ? in.optimizer_ms[d] : 0.0;
+      tail = std::max(tail, std::max(work[d], ready[d] + sync[d]) + step + gather[d]);
+    }
+    terms.push_back({"data_parallel_tail", tail});
+  }
+  LowerBound lb = finish(std::move(terms), busiest_device);
   return lb;
 }
 
@@ -573,12 +669,14 @@ PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& lay
 }
 
 PlanBounds plan_bounds(const Plan& plan, const PlannerInputs& inputs) {
-  return plan_bounds(plan, make_sim_input(plan, inputs), make_sim_input(layer_plan(plan), inputs));
+  return plan_bounds(plan, make_sim_input(plan, inputs), any_plan_input(plan, inputs));
 }
 
 PlanBounds plan_bounds(const Plan& plan, double memory_limit_gib) {
-  return plan_bounds(plan, make_sim_input(plan, memory_limit_gib),
-                     make_sim_input(layer_plan(plan), memory_limit_gib));
+  const PlanInputs inputs = embedded_inputs(plan, "<plan>");
+  return plan_bounds(
+      plan, make_sim_input(plan, inputs, memory_limit_gib),
+      any_plan_input(plan, [&](const Plan& p) { return make_sim_input(p, inputs, memory_limit_gib); }));
 }
 
 double bound_gap(double iteration_ms, double bound_ms) {

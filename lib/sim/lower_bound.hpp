@@ -24,6 +24,7 @@
 /// Both ignore memory (a limit only removes plans) and link contention (transfers only delay), so
 /// they may be loose, never wrong; test/unit/sim/bound_test.cpp checks them against many plans.
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,11 +51,27 @@ struct LowerBound {
 
 /// The per-layer view of a plan's inputs: a copy of `plan` with one single-layer stage per model
 /// layer (all on device 0, no programs). make_sim_input of it gives the per-layer costs and the
-/// link matrix that any_plan_lower_bound reads. The layer count is the end of the last stage.
+/// link matrix; any_plan_input below is what any_plan_lower_bound reads. The layer count is the
+/// end of the last stage.
 [[nodiscard]] Plan layer_plan(const Plan& plan);
 
+/// The input of any_plan_lower_bound for the inputs of `plan`: the layer plan built by `make` (one
+/// of the make_sim_input overloads) with every layer on each pipeline device in turn, and per layer
+/// the least of each time over those positions — forward, backward, weight gradient and recompute
+/// (with the EP all-to-alls in them), the bandwidth and latency parts of the DP reduction and of
+/// the ZeRO-1 gather — and the least total optimizer step. The all-to-alls and reductions run on
+/// the links of the device's EP and DP groups, which differ between devices whose groups straddle
+/// nodes and others', and a plan can put a layer anywhere but never where it costs less than at its
+/// cheapest position (pricing every layer on device 0 put the bound above simulated plans whose
+/// device 0 had the slowest data-parallel link).
+[[nodiscard]] SimInput any_plan_input(const Plan& plan, const std::function<SimInput(const Plan&)>& make);
+/// any_plan_input with make_sim_input(·, inputs).
+[[nodiscard]] SimInput any_plan_input(const Plan& plan, const PlannerInputs& inputs);
+/// any_plan_input from the inputs the plan embeds (parsed once), `memory_limit_gib` as in make_sim_input.
+[[nodiscard]] SimInput any_plan_input(const Plan& plan, double memory_limit_gib = 0);
+
 /// The bound over every plan with `layers.devices` pipeline devices and `microbatches`
-/// micro-batches. `layers.stages` holds one entry per model layer (see layer_plan); links,
+/// micro-batches. `layers.stages` holds one entry per model layer (any_plan_input); links,
 /// op overhead and devices come from `layers` too. Throws octo::Error for an empty model.
 [[nodiscard]] LowerBound any_plan_lower_bound(const SimInput& layers, int microbatches);
 
@@ -85,7 +102,7 @@ struct PlanBounds {
 /// that bounds many plans of one model computes it once): `in` is the plan's simulator input. The
 /// structure bound is at least the any-plan bound (term "any_plan" where that is larger: the DP tail).
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const LowerBound& any_plan);
-/// The bounds of `plan`: `in` is its simulator input, `layers` the one of layer_plan(plan).
+/// The bounds of `plan`: `in` is its simulator input, `layers` any_plan_input(plan, ...).
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const SimInput& in, const SimInput& layers);
 /// Same, with both inputs built from loaded planner inputs (make_sim_input).
 [[nodiscard]] PlanBounds plan_bounds(const Plan& plan, const PlannerInputs& inputs);

@@ -138,7 +138,7 @@ SimInput layer_input(const PlannerInputs& inputs, const Factorization& f) {
   skeleton.microbatches = f.microbatches;
   skeleton.seq = inputs.model.seq_len;
   skeleton.stages = {Stage{0, static_cast<std::int32_t>(inputs.model.layers.size()), 0, false}};
-  return make_sim_input(layer_plan(skeleton), inputs);
+  return any_plan_input(skeleton, inputs);
 }
 
 /// The rows to tune, in the search's order: splits (TP, PP, DP, EP, ZeRO) by their best bound

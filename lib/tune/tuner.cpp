@@ -77,8 +77,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   Candidate whole;
   whole.ends = {layers};
   whole.device = {0};
-  const LowerBound any =
-      any_plan_lower_bound(make_sim_input(layer_plan(evaluator->skeleton(whole)), inputs), m);
+  const LowerBound any = any_plan_lower_bound(any_plan_input(evaluator->skeleton(whole), inputs), m);
 
   // 2./3. Seeds and local search; when nothing fits although the static memory would, once more
   //       under the peak of the fastest baseline.
