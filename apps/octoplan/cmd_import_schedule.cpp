@@ -82,13 +82,16 @@ int run(ImportScheduleArgs a) {
     octo::embed_inputs(skeleton, in);
     skeleton.tp = in.cluster.tp;
     skeleton.dp = in.cluster.dp;
+    skeleton.ep = in.cluster.ep;
+    skeleton.zero = in.cluster.zero;
     skeleton.micro_batch = in.model.training.micro_batch;
     skeleton.seq = in.model.seq_len;
     costs = in.costs;
   } else {
     if (!a.inputs.cluster_path.empty() || !a.inputs.costs_path.empty() || a.inputs.tp > 0 ||
-        a.inputs.dp > 0 || a.inputs.micro_batch > 0 || a.inputs.seq > 0)
-      option_error("--cluster, --costs, --tp, --dp, --micro-batch and --seq need --model");
+        a.inputs.dp > 0 || a.inputs.ep > 0 || a.inputs.zero >= 0 || a.inputs.micro_batch > 0 ||
+        a.inputs.seq > 0)
+      option_error("--cluster, --costs, --tp, --dp, --ep, --zero, --micro-batch and --seq need --model");
     if (skeleton.model_yaml.empty())
       option_error(fmt::format("no model: pass --model MODEL.yaml{}",
                                a.stages.empty() ? "" : fmt::format(" ({} embeds no inputs)", a.stages)));
@@ -164,6 +167,10 @@ Runner setup(CLI::App& app) {
       ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.tp in a cluster file"));
   cmd->add_option("--dp", args.inputs.dp, "Data-parallel size (with --model)")
       ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.dp in a cluster file"));
+  cmd->add_option("--ep", args.inputs.ep, "Expert-parallel size (with --model)")
+      ->check(octo::cli::integer(1, octo::kMaxInputInteger, "the bound of parallel.ep in a cluster file"));
+  cmd->add_option("--zero", args.inputs.zero, "ZeRO stage, 0 or 1 (with --model)")
+      ->check(octo::cli::integer(0, 1, "0 or 1"));
   cmd->add_option("--micro-batch", args.inputs.micro_batch, "Sequences per micro-batch (with --model)")
       ->check(
           octo::cli::integer(1, octo::kMaxInputInteger, "the bound of training.micro_batch in a model file"));

@@ -152,7 +152,7 @@ struct Mamba2Keys {
   std::int64_t head_dim_default = 0, state_default = 0, groups_default = 1;
   /// The inner width's expansion key: heads x head_dim must equal it x hidden_size (its default
   /// 2). Empty: the family takes the width from the heads alone (Nemotron-H ignores `expand`).
-  std::string_view expand;
+  std::string_view expand = {};
 };
 /// The `mamba` section (version 2) a family's keys give, checked against `hidden`.
 [[nodiscard]] std::string mamba2_section(Config& config, const Mamba2Keys& keys, std::int64_t hidden);

@@ -30,6 +30,8 @@ json torch_stages_json(const Plan& plan, bool comms, const std::vector<int>& str
           {"seq", plan.seq},
           {"tp", plan.tp},
           {"dp", plan.dp},
+          {"ep", plan.ep},
+          {"zero", plan.zero},
           {"stage_to_rank", std::move(stage_to_rank)},
           {"stages", std::move(stages)},
           {"stripped_recompute", stripped_recompute},
@@ -38,9 +40,10 @@ json torch_stages_json(const Plan& plan, bool comms, const std::vector<int>& str
 
 Plan parse_torch_stages(const json& j, const std::string& source) {
   const JsonReader rd(source);
-  rd.object(j, "",
-            {"format", "version", "schedule_format", "method", "pp", "num_stages", "microbatches",
-             "micro_batch", "seq", "tp", "dp", "stage_to_rank", "stages", "stripped_recompute", "inputs"});
+  rd.object(
+      j, "",
+      {"format", "version", "schedule_format", "method", "pp", "num_stages", "microbatches", "micro_batch",
+       "seq", "tp", "dp", "ep", "zero", "stage_to_rank", "stages", "stripped_recompute", "inputs"});
   const std::string format = rd.string(rd.required(j, "", "format"), "format");
   if (format != kTorchStagesFormat)
     rd.fail("format", fmt::format("\"{}\"", format), fmt::format("\"{}\"", kTorchStagesFormat));
@@ -63,6 +66,8 @@ Plan parse_torch_stages(const json& j, const std::string& source) {
   p.micro_batch = positive("micro_batch", 1);
   p.tp = positive("tp", 1);
   p.dp = positive("dp", 1);
+  p.ep = positive("ep", 1);  // stage files before EP and ZeRO were written: 1 and 0
+  if (const json* z = rd.optional(j, "zero")) p.zero = static_cast<int>(rd.integer(*z, "zero", 0, 1));
   if (const json* seq = rd.optional(j, "seq"))
     p.seq = rd.integer(*seq, "seq", 0, std::numeric_limits<std::int64_t>::max());
 

@@ -98,7 +98,11 @@ export-import)
   run "$octoplan" baseline $model --cluster $cluster --schedule interleaved --pp 2 --microbatches 4 -o "$work/il.json"
   run "$octoplan" plan $model --cluster $cluster --pp 2 --microbatches 4 --time-budget 0.5 --threads 1 --quiet \
     -o "$work/tuned.json"
-  for p in 1f1b zbv il tuned; do
+  # Expert parallelism and the distributed optimizer travel too (the stage file dropped them: an EP 2,
+  # ZeRO 1 plan came back as EP 1, ZeRO 0 and 8 % slower).
+  run "$octoplan" baseline $model --cluster profiles/clusters/h100x8.yaml --schedule 1f1b --pp 2 --dp 4 --ep 2 \
+    --zero 1 --microbatches 4 -o "$work/epz.json"
+  for p in 1f1b zbv il tuned epz; do
     for comms in "" --comms; do
       run "$octoplan" export "$work/$p.json" --format torch-csv $comms -o "$work/$p$comms.csv"
       [[ -f "$work/$p$comms.stages.json" ]] || fail "no stage file beside $p$comms.csv"

@@ -30,12 +30,16 @@ using octo::TorchActionType;
 
 std::string src(const std::string& rel) { return std::string(OCTO_SOURCE_DIR) + "/" + rel; }
 
-octo::PlannerInputs inputs(const std::string& model, const std::string& cluster, int pp, int m) {
+octo::PlannerInputs inputs(const std::string& model, const std::string& cluster, int pp, int m, int dp = 0,
+                           int ep = 0, int zero = -1) {
   octo::InputOptions o;
   o.model_path = model;
   o.cluster_path = cluster;
   o.pp = pp;
   o.microbatches = m;
+  o.dp = dp;
+  o.ep = ep;
+  o.zero = zero;
   return octo::load_inputs(o);
 }
 
@@ -52,6 +56,10 @@ void check_same_plan(const Plan& a, Plan b) {
   b.generator = a.generator;
   CHECK(b.method == a.method);
   CHECK(b.devices == a.devices);
+  CHECK(b.tp == a.tp);
+  CHECK(b.dp == a.dp);
+  CHECK(b.ep == a.ep);
+  CHECK(b.zero == a.zero);
   CHECK(b.microbatches == a.microbatches);
   CHECK(b.stages == a.stages);
   REQUIRE(b.programs.size() == a.programs.size());
@@ -178,15 +186,20 @@ TEST_CASE("torch export -> import is the identity on every baseline, with and wi
   const octo::PlannerInputs tiny =
       inputs(src("profiles/models/tiny-hybrid.yaml"), src("profiles/clusters/cpu-local.yaml"), 2, 4);
   const octo::PlannerInputs nemo = inputs(src("profiles/models/nemotron-h-8b.yaml"), "", 4, 8);
+  // Expert parallelism and ZeRO 1 travel with the stage file too.
+  const octo::PlannerInputs experts =
+      inputs(src("profiles/models/tiny-hybrid.yaml"), src("profiles/clusters/h100x8.yaml"), 2, 4, 4, 2, 1);
+  REQUIRE(experts.cluster.ep == 2);
+  REQUIRE(experts.cluster.zero == 1);
   int plans = 0;
-  for (const octo::PlannerInputs* in : {&tiny, &nemo}) {
+  for (const octo::PlannerInputs* in : {&tiny, &nemo, &experts}) {
     for (const octo::BaselineRun& run : octo::run_baselines(*in)) {
       if (!run.plan) continue;
       check_round_trips(*run.plan);
       ++plans;
     }
   }
-  CHECK(plans >= 18);  // every schedule runs on both (a few chunk counts may not fit tiny-hybrid)
+  CHECK(plans >= 27);  // every schedule runs on all three (a few chunk counts may not fit tiny-hybrid)
 }
 
 TEST_CASE("torch export -> import is the identity on tuned plans") {
