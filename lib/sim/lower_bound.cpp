@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -36,6 +37,31 @@ LowerBound finish(std::vector<BoundTerm> terms, int devices) {
   return b;
 }
 
+/// Per-entry times of a DP-tail collective (grad_sync_ms, param_gather_ms) split into the part that
+/// grows with the bytes and the latency part. Without latency parts (a vector of another size), all
+/// of an entry's time counts as latency: valid, only looser.
+struct TailParts {
+  std::vector<double> bandwidth, latency;
+
+  TailParts(const std::vector<double>& total, const std::vector<double>& latency_ms)
+      : bandwidth(total.size()), latency(latency_ms.size() == total.size() ? latency_ms : total) {
+    for (std::size_t i = 0; i < total.size(); ++i) bandwidth[i] = total[i] - latency[i];
+  }
+  /// Each part the least of this and `other`'s (entry by entry).
+  void keep_least(const TailParts& other) {
+    for (std::size_t i = 0; i < bandwidth.size() && i < other.bandwidth.size(); ++i) {
+      bandwidth[i] = std::min(bandwidth[i], other.bandwidth[i]);
+      latency[i] = std::min(latency[i], other.latency[i]);
+    }
+  }
+  /// Writes the parts back as the times and their latency parts.
+  void store(std::vector<double>& total, std::vector<double>& latency_ms) const {
+    total.resize(bandwidth.size());
+    for (std::size_t i = 0; i < total.size(); ++i) total[i] = bandwidth[i] + latency[i];
+    latency_ms = latency;
+  }
+};
+
 /// The data-parallel tail of the layers (lib/plan/CONTRACTS.md "DP tail"; none at DP 1) as the
 /// any-plan bound needs it: however the layers are cut and placed, the stages' reductions (and
 /// ZeRO-1 gathers) sum to at least their parameter-proportional parts plus one latency part per
@@ -49,19 +75,13 @@ struct DataTail {
   explicit DataTail(const SimInput& in) {
     if (in.grad_sync_ms.empty()) return;
     present = true;
-    const auto split = [](const std::vector<double>& total, const std::vector<double>& latency, double& sum,
-                          double& least) {
-      if (total.empty()) return;
-      least = kInf;
-      for (std::size_t l = 0; l < total.size(); ++l) {
-        // Without the latency parts, all of a layer's time counts as latency: valid, only looser.
-        const double lat = latency.size() == total.size() ? latency[l] : total[l];
-        sum += total[l] - lat;
-        least = std::min(least, lat);
-      }
+    const auto split = [](const TailParts& parts, double& sum, double& least) {
+      if (parts.latency.empty()) return;
+      for (double b : parts.bandwidth) sum += b;
+      least = *std::min_element(parts.latency.begin(), parts.latency.end());
     };
-    split(in.grad_sync_ms, in.grad_sync_latency_ms, sync, sync_latency);
-    split(in.param_gather_ms, in.param_gather_latency_ms, gather, gather_latency);
+    split(TailParts(in.grad_sync_ms, in.grad_sync_latency_ms), sync, sync_latency);
+    split(TailParts(in.param_gather_ms, in.param_gather_latency_ms), gather, gather_latency);
     for (double t : in.optimizer_ms) optimizer += t;
   }
 };
@@ -269,24 +289,14 @@ SimInput any_plan_input(const Plan& plan, const std::function<SimInput(const Pla
   Plan layers = layer_plan(plan);
   SimInput in = make(layers);
   if (plan.devices <= 1) return in;
-  // The DP tail's bandwidth parts, kept apart from the latency parts (DataTail sums the former and
-  // counts one of the latter): the least of each is a lower bound wherever the layer is.
-  const auto bandwidth_parts = [](const std::vector<double>& total, const std::vector<double>& latency) {
-    std::vector<double> out(total.size());
-    for (std::size_t l = 0; l < total.size(); ++l)
-      out[l] = total[l] - (latency.size() == total.size() ? latency[l] : total[l]);
-    return out;
+  // The DP tail's bandwidth and latency parts apart (DataTail sums the former and counts one of the
+  // latter): the least of each is a lower bound wherever the layer is.
+  TailParts sync(in.grad_sync_ms, in.grad_sync_latency_ms),
+      gather(in.param_gather_ms, in.param_gather_latency_ms);
+  const auto step_of = [](const SimInput& x) {
+    return std::accumulate(x.optimizer_ms.begin(), x.optimizer_ms.end(), 0.0);
   };
-  std::vector<double> sync = bandwidth_parts(in.grad_sync_ms, in.grad_sync_latency_ms),
-                      gather = bandwidth_parts(in.param_gather_ms, in.param_gather_latency_ms);
-  if (in.grad_sync_latency_ms.size() != in.grad_sync_ms.size()) in.grad_sync_latency_ms = in.grad_sync_ms;
-  if (in.param_gather_latency_ms.size() != in.param_gather_ms.size())
-    in.param_gather_latency_ms = in.param_gather_ms;
-  double optimizer = 0;
-  for (double t : in.optimizer_ms) optimizer += t;
-  const auto least = [](std::vector<double>& into, const std::vector<double>& other) {
-    for (std::size_t i = 0; i < into.size() && i < other.size(); ++i) into[i] = std::min(into[i], other[i]);
-  };
+  double optimizer = step_of(in);
   for (int d = 1; d < plan.devices; ++d) {
     for (Stage& st : layers.stages) st.device = d;
     const SimInput other = make(layers);
@@ -300,22 +310,12 @@ SimInput any_plan_input(const Plan& plan, const std::function<SimInput(const Pla
       c.ep_f_ms = std::min(c.ep_f_ms, o.ep_f_ms);
       c.ep_b_ms = std::min(c.ep_b_ms, o.ep_b_ms);
     }
-    least(sync, bandwidth_parts(other.grad_sync_ms, other.grad_sync_latency_ms));
-    least(in.grad_sync_latency_ms, other.grad_sync_latency_ms.size() == other.grad_sync_ms.size()
-                                       ? other.grad_sync_latency_ms
-                                       : other.grad_sync_ms);
-    least(gather, bandwidth_parts(other.param_gather_ms, other.param_gather_latency_ms));
-    least(in.param_gather_latency_ms, other.param_gather_latency_ms.size() == other.param_gather_ms.size()
-                                          ? other.param_gather_latency_ms
-                                          : other.param_gather_ms);
-    double step = 0;
-    for (double t : other.optimizer_ms) step += t;
-    optimizer = std::min(optimizer, step);
+    sync.keep_least(TailParts(other.grad_sync_ms, other.grad_sync_latency_ms));
+    gather.keep_least(TailParts(other.param_gather_ms, other.param_gather_latency_ms));
+    optimizer = std::min(optimizer, step_of(other));
   }
-  for (std::size_t l = 0; l < in.grad_sync_ms.size(); ++l)
-    in.grad_sync_ms[l] = sync[l] + in.grad_sync_latency_ms[l];
-  for (std::size_t l = 0; l < in.param_gather_ms.size(); ++l)
-    in.param_gather_ms[l] = gather[l] + in.param_gather_latency_ms[l];
+  sync.store(in.grad_sync_ms, in.grad_sync_latency_ms);
+  gather.store(in.param_gather_ms, in.param_gather_latency_ms);
   if (!in.optimizer_ms.empty()) {
     std::fill(in.optimizer_ms.begin(), in.optimizer_ms.end(), 0.0);
     in.optimizer_ms[0] = optimizer;

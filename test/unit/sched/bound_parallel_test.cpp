@@ -5,10 +5,13 @@
 // plan's own groups. Oracle: the simulated iteration of every baseline, which no bound may exceed
 // (a bound priced at ZeRO 0 / EP 1, or every layer on device 0, did).
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "core/error.hpp"
 #include "cost/inputs.hpp"
@@ -54,11 +57,21 @@ mamba: {version: 2, heads: 4, head_dim: 32, state: 4, groups: 1, conv: 4}
 training: {micro_batch: 2, microbatches: 4, dtype: fp16, recompute: none}
 )";
 
-std::string written(const std::string& name, const char* text) {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("octo-bound-parallel-" + name);
-  std::ofstream(path) << text;
-  return path.string();
-}
+/// A YAML text in a file of its own (this process's name, removed at the end of the scope).
+struct TempYaml {
+  std::filesystem::path path;
+  TempYaml(const std::string& name, const char* text)
+      : path(std::filesystem::temp_directory_path() /
+             ("octo-bound-parallel-" + std::to_string(::getpid()) + "-" + name)) {
+    std::ofstream(path) << text;
+  }
+  ~TempYaml() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  TempYaml(const TempYaml&) = delete;
+  TempYaml& operator=(const TempYaml&) = delete;
+};
 
 /// Every baseline schedule's plan of `o` (the ones the configuration can run): each bound at most
 /// its simulated iteration. Returns how many plans were checked.
@@ -90,12 +103,12 @@ int check_baselines(const InputOptions& o) {
 }  // namespace
 
 TEST_CASE("the bounds at ZeRO 1 and EP 2 and 4 price the plan's own data parallelism", "[bound]") {
-  const std::string cluster = written("four-fast.yaml", kFourFast);
+  const TempYaml cluster("four-fast.yaml", kFourFast);
   for (int zero : {0, 1})
     for (int ep : {1, 2, 4}) {
       InputOptions o;
       o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
-      o.cluster_path = cluster;
+      o.cluster_path = cluster.path.string();
       o.pp = 1;
       o.dp = 4;
       o.ep = ep;
@@ -116,8 +129,9 @@ TEST_CASE(
     "the any-plan bound prices each layer's DP tail at its cheapest device, the structure bound at its own",
     "[bound]") {
   InputOptions o;
-  o.model_path = written("mamba-12.yaml", kMambaModel);
-  o.cluster_path = written("slow-inside.yaml", kSlowInside);
+  const TempYaml model("mamba-12.yaml", kMambaModel), cluster("slow-inside.yaml", kSlowInside);
+  o.model_path = model.path.string();
+  o.cluster_path = cluster.path.string();
   o.pp = 3;
   o.tp = 4;
   o.dp = 2;
