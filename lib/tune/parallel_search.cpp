@@ -159,11 +159,6 @@ class BoundOrder {
       const std::array<int, 5> split{f.tp, f.pp, f.dp, f.ep, f.zero};
       if (splits_.empty() || splits_.back().key != split) splits_.push_back({split, {}, false});
       splits_.back().rows.push_back(i);
-      // The any-plan bound reads neither memory nor the DP tail (sim/lower_bound.hpp), so ZeRO 0
-      // and 1 share it; it is taken from the ZeRO-1 row, which needs less memory, in case a
-      // memory term is ever added.
-      std::size_t& source = source_[shape_of(f)];
-      if (source == 0 || f.zero > rows[source - 1].f.zero) source = i + 1;
     }
   }
 
@@ -176,7 +171,7 @@ class BoundOrder {
       for (Split& s : splits_) {
         if (s.placed) continue;
         const double k = key(s);
-        // Equal bounds (ZeRO 0 and 1 share theirs): the split with less static memory first, it
+        // Equal bounds: the split with less static memory first, it
         // is the likelier to fit.
         if (!best || k < best_key ||
             (k == best_key && rows_[s.rows.front()].static_bytes < rows_[best->rows.front()].static_bytes)) {
@@ -204,22 +199,17 @@ class BoundOrder {
   void make_full(std::size_t r) {
     FactorizationRow& row = rows_[r];
     if (!row.bound_is_quick) return;
-    const std::array<int, 5> shape = shape_of(row.f);
-    auto it = full_.find(shape);
-    if (it == full_.end()) {
-      const std::size_t source = source_.at(shape) - 1;
-      try {
-        const double ms =
-            any_plan_lower_bound(layer_input(inputs_[source], rows_[source].f), rows_[source].f.microbatches)
-                .ms;
-        it = full_.emplace(shape, ms).first;
-      } catch (const Error& e) {
-        row.status = FactorizationStatus::Failed;
-        row.note = e.what();
-        return;
-      }
+    // Each row's own inputs: the bound prices the DP tail at the row's ZeRO stage and EP (ZeRO 1's
+    // parameter all-gather can make its bound the higher of the two), so rows share none.
+    double ms = 0;
+    try {
+      ms = any_plan_lower_bound(layer_input(inputs_[r], row.f), row.f.microbatches).ms;
+    } catch (const Error& e) {
+      row.status = FactorizationStatus::Failed;
+      row.note = e.what();
+      return;
     }
-    row.lower_bound_ms = std::max(row.lower_bound_ms, it->second);
+    row.lower_bound_ms = std::max(row.lower_bound_ms, ms);
     row.bound_is_quick = false;
   }
 
@@ -229,9 +219,6 @@ class BoundOrder {
     std::vector<std::size_t> rows;
     bool placed = false;
   };
-  static std::array<int, 5> shape_of(const Factorization& f) {
-    return {f.tp, f.pp, f.dp, f.ep, f.micro_batch};
-  }
   [[nodiscard]] double key(const Split& s) const {
     double k = std::numeric_limits<double>::infinity();
     for (std::size_t r : s.rows)
@@ -242,8 +229,6 @@ class BoundOrder {
   std::vector<FactorizationRow>& rows_;
   const std::vector<PlannerInputs>& inputs_;
   std::vector<Split> splits_;
-  std::map<std::array<int, 5>, std::size_t> source_;  ///< shape -> row index + 1 whose bound is taken
-  std::map<std::array<int, 5>, double> full_;
   std::vector<std::size_t> queue_;
   std::size_t pos_ = 0;
 };
