@@ -11,8 +11,8 @@
 /// 2. Prune without simulating: a factorization whose static memory (weights, gradients and
 ///    optimizer state, perfectly balanced over the PP devices) already exceeds a device cannot fit;
 ///    the others are ranked by the any-plan lower bound (sim/lower_bound.hpp) of their inputs,
-///    split by split (a split's best bound over its micro-batch sizes; within it ascending
-///    micro-batch size). The full bound packs layers for every used-device count (seconds at PP
+///    split by split (a split's best bound over its micro-batch sizes, a ZeRO-0 row's taken as the
+///    larger of its own and its ZeRO-1 twin's; within a split ascending micro-batch size). The full bound packs layers for every used-device count (seconds at PP
 ///    64), so each row starts with a quick bound below it (work over the devices, one micro-batch's
 ///    path) and gets the full one only when the order or a pruning decision needs it: the order
 ///    and the decisions are those of the full bounds, rows never reached show the quick one.
