@@ -12,10 +12,11 @@
 ///    optimizer state, perfectly balanced over the PP devices) already exceeds a device cannot fit;
 ///    the others are ranked by the any-plan lower bound (sim/lower_bound.hpp) of their inputs,
 ///    split by split (a split's best bound over its micro-batch sizes, a ZeRO-0 row's taken as the
-///    larger of its own and its ZeRO-1 twin's; within a split ascending micro-batch size). The full bound packs layers for every used-device count (seconds at PP
-///    64), so each row starts with a quick bound below it (work over the devices, one micro-batch's
-///    path) and gets the full one only when the order or a pruning decision needs it: the order
-///    and the decisions are those of the full bounds, rows never reached show the quick one.
+///    larger of its own and its ZeRO-1 twin's; within a split ascending micro-batch size). The full bound
+///    packs layers for every used-device count (seconds at PP 64), so each row starts with a quick bound
+///    below it (work over the devices, one micro-batch's path) and gets the full one only when the order or a
+///    pruning decision needs it: the order and the decisions are those of the full bounds, rows never reached
+///    show the quick one.
 /// 3. Tune in that order (tune/tuner.hpp, time_budget_s / max_tuned of work each, never cut by
 ///    the wall clock), at most `max_tuned` of them (up to twice as many until one fits); a
 ///    factorization whose bound is not below the best fitting iteration time found so far is
