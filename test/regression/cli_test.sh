@@ -264,6 +264,32 @@ PY
   head -1 <<<"$out"
   grep -q "^jamba-v0.1 (${total/ total, / parameters, } per token)" <<<"$out" || fail "compare's header lacks '$total'"
   ;;
+bench-bound-case)
+  # scripts/bench-bound --case runs a user's profile (a model and a cost file at a TP) in place of
+  # the shipped classes: its bound is the one octoplan reports for those inputs, and the tuned plan
+  # is not below it. Unknown files and a bad TP are refused.
+  "$octoplan" estimate profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/h100-16x8.yaml --tp 1 \
+    -o "$work/tiny-costs.yaml" >/dev/null || fail "estimate"
+  scripts/bench-bound --octoplan "$octoplan" --budgets 0.2 --threads 1 --pp 2 --m-per-pp 2 \
+    --case tiny-hybrid "$work/tiny-costs.yaml" 1 --json "$work/bench.json" >"$work/bench.out" 2>&1 ||
+    fail "bench-bound --case: $(cat "$work/bench.out")"
+  "$octoplan" baseline profiles/models/tiny-hybrid.yaml --costs "$work/tiny-costs.yaml" --tp 1 --pp 2 \
+    --microbatches 4 --cluster profiles/clusters/h100-16x8.yaml --schedule 1f1b --partition balanced \
+    -o "$work/b.json" --report "$work/b.report.json" >/dev/null || fail "baseline"
+  python3 - "$work/bench.json" "$work/b.report.json" <<'PY' || fail "bench-bound --case results"
+import json, sys
+bench, report = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+cases = bench["cases"]
+assert [(c["class"], c["model"], c["pp"], c["m"]) for c in cases] == [("tiny-costs", "tiny-hybrid", 2, 4)], cases
+run = cases[0]["runs"]["0.2"]
+assert abs(run["bound_ms"] - report["lower_bound_ms"]) <= 1e-9 * report["lower_bound_ms"], (run, report["lower_bound_ms"])
+assert run["tuned_ms"] >= run["bound_ms"] * (1 - 1e-12), run
+PY
+  expect_fail "--case with a missing cost file" "cost file .*nowhere.yaml does not exist" \
+    scripts/bench-bound --octoplan "$octoplan" --bounds-only --case tiny-hybrid "$work/nowhere.yaml" 1
+  expect_fail "--case with a bad TP" "TP 'two' is not a positive integer" \
+    scripts/bench-bound --octoplan "$octoplan" --bounds-only --case tiny-hybrid "$work/tiny-costs.yaml" two
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "PASS $case_name"
