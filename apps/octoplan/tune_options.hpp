@@ -61,7 +61,9 @@ inline void add_search_parallel_option(CLI::App* cmd, bool& flag) {
       "and the micro-batch size (1, 2, 4, 8; --micro-batch fixes it) for one global batch: the model's "
       "training.global_batch, else micro-batch size x --microbatches (or training.microbatches), else "
       "micro_batch x 2 x the devices; prints the table of alternatives and plans the fastest that fits "
-      "(costs estimated per factorization)");
+      "(costs estimated per factorization). Each split tuned gets a quarter of --time-budget: the 4 "
+      "ranked first by their lower bound, then up to 4 more whose baselines are faster than every "
+      "tuned split's (so the search may take up to twice the budget)");
 }
 
 /// The inputs the factorization search starts from: the files, without the cluster's own parallel

@@ -433,14 +433,19 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
   };
   std::vector<std::size_t> deferred;
   enum class Next { Go, Stop };
+  const auto out_of_time = [&] {
+    return (options.tune.wall_cap_s > 0 && options.tune.wall_cap_s - seconds_since(started) <= 0) ||
+           (options.tune.stop && options.tune.stop->load());
+  };
   // Tunes row i unless a limit, the bound or memory rules it out; `probe`: first check that some
-  // baseline fits (tune/baselines.hpp, milliseconds), else defer the row.
-  const auto consider = [&](std::size_t i, bool probe) {
+  // baseline fits (tune/baselines.hpp, milliseconds), else defer the row. `beat_baseline_ms`: past
+  // max_tuned, tune the row only where its fastest fitting baseline is below this.
+  const auto consider = [&](std::size_t i, bool probe, double beat_baseline_ms) {
     FactorizationRow& row = result.rows[i];
     if (row.status == FactorizationStatus::Failed) return Next::Go;
     const double left_s = options.tune.wall_cap_s - seconds_since(started);
-    if (tuned >= hard_cap || (tuned >= max_tuned && result.winner >= 0) ||
-        (options.tune.wall_cap_s > 0 && left_s <= 0) || (options.tune.stop && options.tune.stop->load()))
+    const bool past_max = std::isfinite(beat_baseline_ms);
+    if (tuned >= hard_cap || (!past_max && tuned >= max_tuned && result.winner >= 0) || out_of_time())
       return Next::Stop;  // the rows not reached stay "not tuned", with the bound they had
     // A quick bound already at the best cannot win; below it (and before anything is tuned), the full
     // bound decides, so a tuned row carries its full bound.
@@ -464,8 +469,11 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
         deferred.push_back(i);
         return Next::Go;
       }
+      row.baseline_ms = iteration_ms(field.runs[static_cast<std::size_t>(field.best)]);
+      if (row.baseline_ms >= beat_baseline_ms) return Next::Go;  // stays "not tuned (bound rank)"
     }
     ++tuned;
+    row.tuned_order = tuned;
     row.status = FactorizationStatus::NotTuned;
     row.note.clear();
     const std::string label = describe(row.f);
@@ -500,14 +508,33 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
     }
     return Next::Go;
   };
-  for (std::size_t i = order.next(); i != BoundOrder::kEnd; i = order.next())
-    if (consider(i, true) == Next::Stop) break;
+  constexpr double kAny = std::numeric_limits<double>::infinity();
+  constexpr int kExtraRows = 4;
+  std::size_t i = order.next();
+  for (; i != BoundOrder::kEnd; i = order.next())
+    if (consider(i, true, kAny) == Next::Stop) break;
+  // The bound ranks by what no plan of a split can beat, a baseline by what one plan does: of the
+  // next kExtraRows x max_tuned rows in bound order (a split has a row per micro-batch size), each
+  // whose fastest fitting baseline beats that of every row tuned before it is tuned too, up to the
+  // hard cap; the winner can only get faster. (Llama-3-8B on h100-16x8: the TP 4 splits rank past
+  // the first four by their bounds, but their baselines are the fastest, and tuned one wins.)
+  if (result.winner >= 0 && i != BoundOrder::kEnd && tuned < hard_cap && !out_of_time()) {
+    double beat = kAny;
+    for (const FactorizationRow& r : result.rows)
+      if (r.status == FactorizationStatus::Tuned && r.baseline_ms > 0) beat = std::min(beat, r.baseline_ms);
+    for (int examined = 0; i != BoundOrder::kEnd && examined < kExtraRows * max_tuned && std::isfinite(beat);
+         i = order.next(), ++examined) {
+      if (consider(i, true, beat) == Next::Stop) break;
+      if (result.rows[i].status == FactorizationStatus::Tuned)
+        beat = std::min(beat, result.rows[i].baseline_ms);
+    }
+  }
   // Nothing with a fitting baseline fitted: the deferred rows, in the same order (the tuner's
   // memory-aware search may still fit one).
   if (result.winner < 0) {
     std::erase_if(no_fit, [&](std::size_t j) { return result.rows[j].status != FactorizationStatus::Tuned; });
-    for (std::size_t i : deferred)
-      if (consider(i, false) == Next::Stop) break;
+    for (std::size_t d : deferred)
+      if (consider(d, false, kAny) == Next::Stop) break;
   }
   if (result.winner < 0) result.no_fit = no_fit_message(base, limit);
   return result;

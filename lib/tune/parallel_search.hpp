@@ -20,8 +20,12 @@
 /// 3. Tune in that order (tune/tuner.hpp, time_budget_s / max_tuned of work each, never cut by
 ///    the wall clock), at most `max_tuned` of them (up to twice as many until one fits); a
 ///    factorization whose bound is not below the best fitting iteration time found so far is
-///    pruned unseen (it cannot win, so pruning never drops the best of the tuned ones). The winner
-///    is the fastest tuned plan that fits. TuneOptions::wall_cap_s, when set, caps the whole search.
+///    pruned unseen (it cannot win, so pruning never drops the best of the tuned ones). Then the
+///    next 4 x `max_tuned` rows in bound order are tuned too (up to twice max_tuned tunes in all) where
+///    their fastest fitting baseline beats that of every tuned row: the bound ranks a split by what
+///    no plan of it can beat, a baseline by what one plan does, and the extra tunes can only make
+///    the winner faster. The winner is the fastest tuned plan that fits. TuneOptions::wall_cap_s,
+///    when set, caps the whole search.
 /// Deterministic for a seed and thread count whatever the machine's load (unless a wall cap
 /// binds): candidates are visited in a fixed order and each tune ends on its work budget.
 /// Progress goes to the tune options' progress callback only.
@@ -54,7 +58,7 @@ enum class FactorizationStatus {
   Tuned,          ///< tuned; its figures are the tuned plan's
   TooBig,         ///< static memory alone exceeds the device: cannot fit
   PrunedByBound,  ///< its lower bound is not below the best fitting plan found
-  NotTuned,       ///< beyond max_tuned in bound order
+  NotTuned,       ///< beyond max_tuned in bound order (and its baselines no faster than the tuned rows')
   /// Not tuned for memory: no baseline fits (tuned only if nothing else fits), or a split of the
   /// same TP and PP with at most its static memory and activations did not fit (`note` says which).
   SkippedForMemory,
@@ -73,6 +77,9 @@ struct FactorizationRow {
   /// the full one, for this row was ranked beyond the tuned ones or pruned by the quick one.
   bool bound_is_quick = false;
   bool fits = false;  ///< tuned: its plan fits the device memory
+  /// The fastest baseline that fits (ms), for the rows whose baselines the search ran; 0 otherwise.
+  double baseline_ms = 0;
+  int tuned_order = 0;  ///< 1, 2, ...: the order in which the search tuned the rows; 0: not tuned
   double iteration_ms = 0;
   double tokens_per_s = 0;
   double bubble_ratio = 0;

@@ -5,8 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -14,6 +16,8 @@
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 #include "spec/loader.hpp"
+#include "tune/baselines.hpp"
+#include "tune/memory_policy.hpp"
 
 using namespace octo;
 
@@ -274,6 +278,47 @@ TEST_CASE("a ZeRO-0 row gets its own bound, below ZeRO 1's where the parameter a
           !z0.bound_is_quick && !z1.bound_is_quick && z0.lower_bound_ms < z1.lower_bound_ms)
         ++lower;
   CHECK(lower > 0);
+}
+
+TEST_CASE("past max_tuned, a row is tuned only where its baselines beat every row tuned before it") {
+  // Llama-3-8B on h100-16x8: its TP 4 splits rank past the first four by their bounds (ZeRO 1's
+  // all-gather over 16 nodes is cheap in the bound, not in a plan), but their baselines are faster.
+  const PlannerInputs in = zoo("llama3-8b", "h100-16x8");
+  const ParallelSearchResult r = search_parallel(in, quick(4, 40));
+  REQUIRE(r.winner >= 0);
+  std::vector<const FactorizationRow*> by_order;
+  for (const FactorizationRow& row : r.rows)
+    if (row.tuned_order > 0) by_order.push_back(&row);
+  std::sort(by_order.begin(), by_order.end(), [](const FactorizationRow* a, const FactorizationRow* b) {
+    return a->tuned_order < b->tuned_order;
+  });
+  REQUIRE(by_order.size() > 4);  // the rule tuned more than the bound ranking's four
+  CHECK(by_order.size() <= 8);
+  for (std::size_t k = 0; k < by_order.size(); ++k)
+    CHECK(by_order[k]->tuned_order == static_cast<int>(k) + 1);
+  double first_best = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < 4; ++k) first_best = std::min(first_best, by_order[k]->baseline_ms);
+  double best_before = first_best;
+  for (std::size_t k = 4; k < by_order.size(); ++k) {
+    CHECK(by_order[k]->baseline_ms < best_before);
+    best_before = std::min(best_before, by_order[k]->baseline_ms);
+  }
+  // Every probed row left untuned had no faster baseline than some row tuned before it (so none
+  // faster than the fastest of all); each row's baseline figure is the fastest fitting one of its
+  // own baseline field, computed here again.
+  int probed = 0;
+  for (const FactorizationRow& row : r.rows) {
+    if (row.baseline_ms <= 0) continue;
+    ++probed;
+    if (row.tuned_order == 0) CHECK(row.baseline_ms >= best_before);
+    const PlannerInputs alt = apply_factorization(in, row.f);
+    const BaselineField field = run_baseline_field(alt, static_memory_can_fit(alt));
+    REQUIRE(field.best >= 0);
+    CHECK(row.baseline_ms == Approx(iteration_ms(field.runs[static_cast<std::size_t>(field.best)])));
+  }
+  CHECK(probed >= static_cast<int>(by_order.size()));
+  const FactorizationRow& win = r.rows[static_cast<std::size_t>(r.winner)];
+  CHECK(win.tuned_order > 4);  // here the winner is one of the extra rows
 }
 
 TEST_CASE("the search's tunes end on their work budget, not on the wall clock") {
