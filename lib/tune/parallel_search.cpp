@@ -156,15 +156,22 @@ class BoundOrder {
  public:
   static constexpr std::size_t kEnd = std::numeric_limits<std::size_t>::max();
 
-  BoundOrder(std::vector<FactorizationRow>& rows, const std::vector<PlannerInputs>& inputs,
+  /// `layers[i]`: row i's any-plan bound input (layer_input), the one its quick bound was taken from.
+  BoundOrder(std::vector<FactorizationRow>& rows, const std::vector<SimInput>& layers,
              const std::vector<std::size_t>& candidates)
-      : rows_(rows), inputs_(inputs) {
+      : rows_(rows), layers_(layers), ranked_by_(rows.size()) {
+    std::map<std::array<int, 5>, std::vector<std::size_t>> twins;  // (TP, PP, DP, EP, mb) -> rows
     for (std::size_t i : candidates) {
       const Factorization& f = rows[i].f;
       const std::array<int, 5> split{f.tp, f.pp, f.dp, f.ep, f.zero};
       if (splits_.empty() || splits_.back().key != split) splits_.push_back({split, {}, false});
       splits_.back().rows.push_back(i);
-      twins_[{f.tp, f.pp, f.dp, f.ep, f.micro_batch}].push_back(i);
+      twins[{f.tp, f.pp, f.dp, f.ep, f.micro_batch}].push_back(i);
+    }
+    for (std::size_t i : candidates) {
+      const Factorization& f = rows[i].f;
+      ranked_by_[i] =
+          f.zero == 0 ? twins[{f.tp, f.pp, f.dp, f.ep, f.micro_batch}] : std::vector<std::size_t>{i};
     }
   }
 
@@ -177,8 +184,7 @@ class BoundOrder {
       for (Split& s : splits_) {
         if (s.placed) continue;
         const double k = key(s);
-        // Equal bounds: the split with less static memory first, it
-        // is the likelier to fit.
+        // Equal keys: the split with less static memory first, it is the likelier to fit.
         if (!best || k < best_key ||
             (k == best_key && rows_[s.rows.front()].static_bytes < rows_[best->rows.front()].static_bytes)) {
           best = &s;
@@ -188,7 +194,7 @@ class BoundOrder {
       if (!best) return kEnd;
       bool refined = false;
       for (std::size_t r : best->rows)
-        for (std::size_t t : rows_[r].f.zero == 0 ? twins(r) : std::vector<std::size_t>{r})
+        for (std::size_t t : ranked_by_[r])
           if (rows_[t].bound_is_quick && rows_[t].status != FactorizationStatus::Failed &&
               rows_[t].lower_bound_ms <= best_key) {
             make_full(t);
@@ -210,7 +216,7 @@ class BoundOrder {
     // parameter all-gather can make its bound the higher of the two), so rows share none.
     double ms = 0;
     try {
-      ms = any_plan_lower_bound(layer_input(inputs_[r], row.f), row.f.microbatches).ms;
+      ms = any_plan_lower_bound(layers_[r], row.f.microbatches).ms;
     } catch (const Error& e) {
       row.status = FactorizationStatus::Failed;
       row.note = e.what();
@@ -226,28 +232,23 @@ class BoundOrder {
     std::vector<std::size_t> rows;
     bool placed = false;
   };
-  /// Row r and its ZeRO twin (if any): the rows of one (TP, PP, DP, EP, micro-batch size).
-  [[nodiscard]] const std::vector<std::size_t>& twins(std::size_t r) const {
-    const Factorization& f = rows_[r].f;
-    return twins_.at({f.tp, f.pp, f.dp, f.ep, f.micro_batch});
-  }
   [[nodiscard]] double key(const Split& s) const {
     double k = std::numeric_limits<double>::infinity();
     for (std::size_t r : s.rows) {
       if (rows_[r].status == FactorizationStatus::Failed) continue;
-      double rank = rows_[r].lower_bound_ms;
-      if (rows_[r].f.zero == 0)
-        for (std::size_t t : twins(r))
-          if (rows_[t].status != FactorizationStatus::Failed) rank = std::max(rank, rows_[t].lower_bound_ms);
+      double rank = 0;
+      for (std::size_t t : ranked_by_[r])
+        if (rows_[t].status != FactorizationStatus::Failed) rank = std::max(rank, rows_[t].lower_bound_ms);
       k = std::min(k, rank);
     }
     return k;
   }
 
   std::vector<FactorizationRow>& rows_;
-  const std::vector<PlannerInputs>& inputs_;
+  const std::vector<SimInput>& layers_;
   std::vector<Split> splits_;
-  std::map<std::array<int, 5>, std::vector<std::size_t>> twins_;  ///< (TP, PP, DP, EP, mb) -> rows
+  /// Per row, the rows whose bounds rank it: its own, and for ZeRO 0 also its ZeRO-1 twin's.
+  std::vector<std::vector<std::size_t>> ranked_by_;
   std::vector<std::size_t> queue_;
   std::size_t pos_ = 0;
 };
@@ -377,6 +378,7 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
   result.global_batch = search_global_batch(base.model, base.cluster);
   result.rows.resize(all.size());
   std::vector<PlannerInputs> inputs(all.size());
+  std::vector<SimInput> layers(all.size());  // per candidate row: the input of its any-plan bounds
   std::vector<std::size_t> candidates;
   for (std::size_t i = 0; i < all.size(); ++i) {
     FactorizationRow& row = result.rows[i];
@@ -394,7 +396,8 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
         row.status = FactorizationStatus::TooBig;
         continue;
       }
-      row.lower_bound_ms = quick_lower_bound(layer_input(inputs[i], row.f), row.f.microbatches).ms;
+      layers[i] = layer_input(inputs[i], row.f);
+      row.lower_bound_ms = quick_lower_bound(layers[i], row.f.microbatches).ms;
       row.bound_is_quick = true;
       candidates.push_back(i);
     } catch (const Error& e) {
@@ -403,7 +406,7 @@ ParallelSearchResult search_parallel(const PlannerInputs& base, const ParallelSe
     }
   }
   report(fmt::format("{} factorizations within the memory, ranked by their bound", candidates.size()));
-  BoundOrder order(result.rows, inputs, candidates);
+  BoundOrder order(result.rows, layers, candidates);
 
   const int max_tuned = std::max(options.max_tuned, 1);
   const int to_tune = std::min<int>(max_tuned, static_cast<int>(candidates.size()));
