@@ -275,8 +275,12 @@ TEST_CASE("a ZeRO-0 row gets its own bound, below ZeRO 1's where the parameter a
     for (const FactorizationRow& z1 : r.rows)
       if (z0.f.zero == 0 && z1.f.zero == 1 && z0.f.tp == z1.f.tp && z0.f.pp == z1.f.pp &&
           z0.f.dp == z1.f.dp && z0.f.ep == z1.f.ep && z0.f.micro_batch == z1.f.micro_batch &&
-          !z0.bound_is_quick && !z1.bound_is_quick && z0.lower_bound_ms < z1.lower_bound_ms)
+          !z0.bound_is_quick && !z1.bound_is_quick && z0.lower_bound_ms < z1.lower_bound_ms) {
         ++lower;
+        // Ranked at its twin's (higher) bound, the ZeRO-0 row is not tuned ahead of the ZeRO-1 one
+        // (equal keys: less static memory first).
+        if (z0.tuned_order > 0) CHECK((z1.tuned_order > 0 && z1.tuned_order < z0.tuned_order));
+      }
   CHECK(lower > 0);
 }
 
