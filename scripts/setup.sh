@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev
-          catch2 libopenmpi-dev openmpi-bin libopenblas-dev python3 librsvg2-bin)
+          catch2 libopenmpi-dev openmpi-bin libopenblas-dev python3 python3-yaml librsvg2-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

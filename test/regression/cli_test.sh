@@ -290,6 +290,39 @@ PY
   expect_fail "--case with a bad TP" "TP 'two' is not a positive integer" \
     scripts/bench-bound --octoplan "$octoplan" --bounds-only --case tiny-hybrid "$work/tiny-costs.yaml" two
   ;;
+make-cost-profile)
+  # scripts/make-cost-profile: the profile octoplan reads, W folded into B with --fuse-w (the same
+  # seed's split profile, re-added per layer, is the oracle), and its output written like
+  # octoplan's: bad input leaves an existing file intact, a folder is not replaced, no temp left.
+  mk() { scripts/make-cost-profile --octoplan "$octoplan" profiles/models/tiny-hybrid.yaml --tp 1 --seed 5 "$@"; }
+  mk -o "$work/split.yaml" || fail "make-cost-profile (W split)"
+  mk -o "$work/fused.yaml" --fuse-w || fail "make-cost-profile --fuse-w"
+  python3 - "$work/split.yaml" "$work/fused.yaml" <<'PY' || fail "fused profile"
+import sys, yaml
+split, fused = (yaml.safe_load(open(p))["layers"] for p in sys.argv[1:])
+assert len(split) == len(fused) > 2, (len(split), len(fused))
+assert any(l["w_ms"] > 0 for l in split), "the split profile has no W"
+for s, f in zip(split, fused):
+    assert f["w_ms"] == 0 and abs(f["b_ms"] - (s["b_ms"] + s["w_ms"])) <= 2e-6, (s, f)
+    assert f["f_ms"] == s["f_ms"], (s, f)
+PY
+  for costs in split fused; do
+    "$octoplan" baseline profiles/models/tiny-hybrid.yaml --costs "$work/$costs.yaml" --pp 2 --microbatches 4 \
+      --schedule 1f1b --partition balanced -o "$work/$costs.plan.json" >/dev/null || fail "octoplan reads $costs.yaml"
+  done
+  cp "$work/split.yaml" "$work/keep.yaml"
+  expect_fail "make-cost-profile of a missing model" "nowhere.yaml" \
+    scripts/make-cost-profile --octoplan "$octoplan" "$work/nowhere.yaml" -o "$work/split.yaml"
+  cmp -s "$work/split.yaml" "$work/keep.yaml" || fail "a failed make-cost-profile changed its output"
+  mkdir "$work/folder"
+  expect_fail "make-cost-profile over a folder" "not a regular file" mk -o "$work/folder"
+  [[ -d $work/folder ]] || fail "the folder was replaced"
+  mk -o "$work/folder" 2>/dev/null
+  [[ $? -eq 4 ]] || fail "an output that cannot be written: exit code is not 4"
+  expect_fail "bench-bound --json into a missing folder" "does not exist" \
+    scripts/bench-bound --octoplan "$octoplan" --bounds-only --json "$work/none/run.json"
+  ls -A "$work" | grep -q "tmp" && fail "a temporary file was left: $(ls -A "$work")"
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "PASS $case_name"
