@@ -16,24 +16,13 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace octo;
+using octo::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "octo-fs-test-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 std::string slurp(const std::string& p) {
   std::ifstream in(p);

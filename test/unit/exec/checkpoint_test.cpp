@@ -4,8 +4,6 @@
 
 #include "exec/checkpoint.hpp"
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -22,22 +20,13 @@
 #include "exec_testing.hpp"
 #include "nn/cpu_device.hpp"
 #include "sched/baseline.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh folder under the build tree's temporary space, removed by the destructor.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / fmt::format("octo-ckpt-{}-{}", name, ::getpid());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  [[nodiscard]] std::string str(const std::string& sub = {}) const { return (path / sub).string(); }
-};
+using octo::test::TempDir;
 
 constexpr const char* kElsewhere = "resume failed on another rank";
 
@@ -152,7 +141,7 @@ TEST_CASE("checkpoint: train 6 steps, or 3 + save + load + 3 more: the same loss
   REQUIRE(straight.error.empty());
   REQUIRE(straight.losses.size() == 6);
 
-  TempDir dir("resume");
+  TempDir dir("ckpt-resume");
   LoopOptions first;
   first.save_dir = dir.str();
   const Run a = train(plan, first, 3);
@@ -179,7 +168,7 @@ TEST_CASE(
   const ExecPlan pp2 = plan_of(baseline("1f1b", 2, 1, 4), "pp2");
   const Run straight = train(pp2, {}, 5);
   REQUIRE(straight.error.empty());
-  TempDir dir("replan");
+  TempDir dir("ckpt-replan");
   save_after(pp2, dir.str(), 2);
 
   const ExecPlan pp4 = plan_of(baseline("1f1b", 4, 1, 4), "pp4");
@@ -196,7 +185,7 @@ TEST_CASE("checkpoint: ZeRO-1 shards are saved whole and load under ZeRO-0, anot
   const ExecPlan z1 = zero1_plan(2, 1, 2, 2, "dp2-zero1");
   const Run straight = train(z1, {}, 5);
   REQUIRE(straight.error.empty());
-  TempDir dir("zero");
+  TempDir dir("ckpt-zero");
   save_after(z1, dir.str(), 2);
   const ExecPlan z0 = plan_of(baseline("1f1b", 2, 1, 4), "pp2-zero0");
   const ExecPlan z1_dp4 = zero1_plan(1, 1, 4, 1, "dp4-zero1");
@@ -212,7 +201,7 @@ TEST_CASE("checkpoint: saved under TP 2 it resumes at TP 1, and a TP 1 checkpoin
   const Run straight = train(tp1, {}, 5);
   REQUIRE(straight.error.empty());
   for (const auto& [from, to] : {std::pair{&tp2, &tp1}, std::pair{&tp1, &tp2_dp2}, std::pair{&tp2, &tp2}}) {
-    TempDir dir("tp");
+    TempDir dir("ckpt-tp");
     save_after(*from, dir.str(), 2);
     INFO("saved under " << from->source);
     check_resumed(*to, dir.str(), straight);
@@ -222,7 +211,7 @@ TEST_CASE("checkpoint: saved under TP 2 it resumes at TP 1, and a TP 1 checkpoin
 TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and another model are refused",
           "[exec][checkpoint]") {
   const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
-  TempDir dir("bad");
+  TempDir dir("ckpt-bad");
   save_after(plan, dir.str(), 1);
   const fs::path ckpt = dir.path / "step-00000001";
   LoopOptions load;
@@ -293,7 +282,7 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
     const std::size_t at = yaml.find("hidden: 64");
     REQUIRE(at != std::string::npos);
     yaml.replace(at, 10, "hidden: 32");
-    const std::string other_model = dir.str("other.yaml");
+    const std::string other_model = dir / "other.yaml";
     write_file_atomic(other_model, yaml);
     const ExecPlan other = plan_of(baseline("1f1b", 2, 1, 4, PartitionKind::Uniform, other_model), "other");
     const Run r = train(other, load, 2);
@@ -302,7 +291,7 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
   }
   SECTION("nothing to load") {
     LoopOptions empty;
-    empty.load_path = dir.str("nothing");
+    empty.load_path = dir / "nothing";
     fs::create_directories(dir.path / "nothing");
     const Run r = train(plan, empty, 2);
     CHECK_THAT(r.error, Catch::Contains("no checkpoint here"));
@@ -312,13 +301,13 @@ TEST_CASE("checkpoint: a flipped byte, a truncated manifest, a missing file and 
 TEST_CASE("checkpoint: a save cut short leaves the previous checkpoint loadable, the next save cleans up",
           "[exec][checkpoint]") {
   const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
-  TempDir dir("interrupted");
+  TempDir dir("ckpt-interrupted");
   save_after(plan, dir.str(), 2);
   // What a crash in the save after step 4 leaves: the temporary folder with some layer files.
   fs::create_directories(dir.path / ".tmp-step-00000004");
   fs::copy_file(dir.path / "step-00000002" / "layer-00000.safetensors",
                 dir.path / ".tmp-step-00000004" / "layer-00000.safetensors");
-  CHECK(resolve_checkpoint(dir.str()) == dir.str("step-00000002"));
+  CHECK(resolve_checkpoint(dir.str()) == dir / "step-00000002");
   LoopOptions o;
   o.load_path = dir.str();
   o.save_dir = dir.str();
@@ -327,13 +316,13 @@ TEST_CASE("checkpoint: a save cut short leaves the previous checkpoint loadable,
   REQUIRE(r.error.empty());
   CHECK(r.losses.size() == 2);
   CHECK_FALSE(fs::exists(dir.path / ".tmp-step-00000004"));
-  CHECK(resolve_checkpoint(dir.str()) == dir.str("step-00000004"));
+  CHECK(resolve_checkpoint(dir.str()) == dir / "step-00000004");
   CHECK(list_checkpoints(dir.str()).size() == 2);
 }
 
 TEST_CASE("checkpoint: --keep 2 keeps the two newest, --save-every saves on schedule", "[exec][checkpoint]") {
   const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
-  TempDir dir("keep");
+  TempDir dir("ckpt-keep");
   LoopOptions o;
   o.save_dir = dir.str();
   o.save_every = 2;
@@ -343,17 +332,17 @@ TEST_CASE("checkpoint: --keep 2 keeps the two newest, --save-every saves on sche
   REQUIRE(left.size() == 2);
   CHECK(fs::path(left[0]).filename() == "step-00000006");
   CHECK(fs::path(left[1]).filename() == "step-00000007");
-  CHECK(read_file(dir.str("latest")) == "step-00000007\n");
+  CHECK(read_file(dir / "latest") == "step-00000007\n");
 
   // A fresh, shorter run into the same folder prunes only earlier checkpoints of its model: the
   // earlier run's later steps (6, 7) and another model's checkpoint stay (they were deleted unseen),
   // as does a step folder without a manifest (not a checkpoint).
   std::string yaml = read_file(testing::kTinyModel);
   yaml.replace(yaml.find("hidden: 64"), 10, "hidden: 32");
-  write_file_atomic(dir.str("other.yaml"), yaml);
+  write_file_atomic(dir / "other.yaml", yaml);
   const ExecPlan other =
-      plan_of(baseline("1f1b", 2, 1, 4, PartitionKind::Uniform, dir.str("other.yaml")), "other");
-  TempDir side("keep-other");
+      plan_of(baseline("1f1b", 2, 1, 4, PartitionKind::Uniform, dir / "other.yaml"), "other");
+  TempDir side("ckpt-keep-other");
   save_after(other, side.str(), 1);
   fs::rename(side.path / "step-00000001", dir.path / "step-00000001");
   fs::create_directories(dir.path / "step-00000000");  // no manifest
@@ -364,7 +353,7 @@ TEST_CASE("checkpoint: --keep 2 keeps the two newest, --save-every saves on sche
   for (const std::string& c : list_checkpoints(dir.str())) names.push_back(fs::path(c).filename().string());
   CHECK(names ==
         std::vector<std::string>{"step-00000001", "step-00000002", "step-00000006", "step-00000007"});
-  CHECK(read_file(dir.str("latest")) == "step-00000002\n");
+  CHECK(read_file(dir / "latest") == "step-00000002\n");
   CHECK(fs::exists(dir.path / "step-00000000"));
   // Its next save prunes its own step 2, still nothing else.
   o.load_path = dir.str();
@@ -378,9 +367,9 @@ TEST_CASE("checkpoint: --keep 2 keeps the two newest, --save-every saves on sche
 TEST_CASE("checkpoint: the manifest records what resuming needs, and the files check against it",
           "[exec][checkpoint]") {
   const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
-  TempDir dir("manifest");
+  TempDir dir("ckpt-manifest");
   save_after(plan, dir.str(), 3);
-  const std::string ckpt = dir.str("step-00000003");
+  const std::string ckpt = dir / "step-00000003";
   const CheckpointManifest m = read_manifest(ckpt);
   CHECK(m.step == 3);
   CHECK(m.next_sample == 3 * 4);  // 4 sequences per step
@@ -484,7 +473,7 @@ TEST_CASE("layer file: a safetensors round trip, and malformed headers named", "
 
 TEST_CASE("checkpoint: a --save folder that the saves could not use is refused before any work",
           "[exec][checkpoint]") {
-  TempDir dir("save-dir");
+  TempDir dir("ckpt-save-dir");
   CHECK_NOTHROW(check_save_dir((dir.path / "new").string()));  // created by the first save
   CHECK_NOTHROW(check_save_dir(dir.path.string()));
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 0);  // no probe left

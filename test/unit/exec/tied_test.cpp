@@ -4,11 +4,8 @@
 // of both uses, checked against finite differences in test/unit/nn); the table and the copy stay
 // bit-equal through AdamW steps with clipping; the gradient norm counts the copy once.
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -24,6 +21,7 @@
 #include "nn/cpu_device.hpp"
 #include "nn/reference.hpp"
 #include "nn/tied_embeddings.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -35,11 +33,8 @@ const std::string& tied_model() {
     const std::size_t pos = yaml.find(at);
     if (pos == std::string::npos) throw Error("tiny-hybrid.yaml has no 'hidden: 64' line");
     yaml.insert(pos + at.size(), "tie_embeddings: true\n");
-    const std::string out =
-        (std::filesystem::temp_directory_path() / ("octo-tied-" + std::to_string(::getpid()) + ".yaml"))
-            .string();
-    write_file_atomic(out, yaml);
-    return out;
+    static const octo::test::TempDir dir("tied");  // removed when the test binary exits
+    return dir.write("tied.yaml", yaml);
   }();
   return path;
 }

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,6 +18,7 @@
 #include "interop/torch_stages.hpp"
 #include "plan/plan_io.hpp"
 #include "sched/baseline.hpp"
+#include "support/temp_dir.hpp"
 #include "tune/tuner.hpp"
 
 namespace {
@@ -220,12 +219,11 @@ TEST_CASE("torch export: recompute is refused, or stripped on request") {
   const auto at = yaml.find("recompute: none");
   REQUIRE(at != std::string::npos);
   yaml.replace(at, 15, "recompute: full");
-  const std::string path = (std::filesystem::temp_directory_path() / "octo-interop-recompute.yaml").string();
-  std::ofstream(path) << yaml;
+  const octo::test::TempDir dir("interop");
   octo::BaselineOptions bo;
   bo.schedule = "1f1b";
-  const Plan plan = octo::build_baseline(inputs(path, src("profiles/clusters/cpu-local.yaml"), 2, 4), bo);
-  std::filesystem::remove(path);
+  const Plan plan = octo::build_baseline(
+      inputs(dir.write("recompute.yaml", yaml), src("profiles/clusters/cpu-local.yaml"), 2, 4), bo);
 
   const std::string e = error_of([&] { (void)octo::export_torch_schedule(plan); });
   CHECK(contains(e, "no recompute action"));

@@ -3,8 +3,6 @@
 // shards with uint16 and uint32 tokens, read back exactly; malformed files refused naming the
 // file and the field; the tokenizer's dataset equal to the text it came from; validation splits.
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
@@ -16,21 +14,14 @@
 #include "nn/formats/megatron.hpp"
 #include "nn/token_formats.hpp"
 #include "nn/tokenize.hpp"
+#include "support/temp_dir.hpp"
 
 namespace octo::nn::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    dir = fs::temp_directory_path() / ("octo-tokens-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  [[nodiscard]] std::string path(const std::string& name) const { return (dir / name).string(); }
-};
+using Scratch = octo::test::TempDir;
 
 template <typename T>
 void put(std::string& out, T v) {
@@ -66,14 +57,14 @@ std::vector<std::int64_t> all(const TokenData& d) { return d.read(0, d.size()); 
 }  // namespace
 
 TEST_CASE("tokens: a Megatron indexed dataset with uint16 tokens reads back exactly", "[nn][tokens]") {
-  Scratch s;
+  const Scratch s("tokens");
   const std::vector<std::uint16_t> tokens = {5, 60000, 7, 8, 9, 65535, 0, 42};
   std::string bin;
   for (auto t : tokens) put(bin, t);
-  write(s.path("ds.bin"), bin);
-  write(s.path("ds.idx"), megatron_index({3, 5}, 8, 2));
+  write(s / "ds.bin", bin);
+  write(s / "ds.idx", megatron_index({3, 5}, 8, 2));
   for (const std::string name : {"ds", "ds.bin", "ds.idx"}) {
-    const TokenData d = TokenData::load(s.path(name));
+    const TokenData d = TokenData::load(s / name);
     CHECK(d.type() == TokenType::U16);
     CHECK_THAT(d.format(), Catch::Contains("megatron") && Catch::Contains("2 documents"));
     CHECK(all(d) == std::vector<std::int64_t>(tokens.begin(), tokens.end()));
@@ -82,11 +73,11 @@ TEST_CASE("tokens: a Megatron indexed dataset with uint16 tokens reads back exac
 
 TEST_CASE("tokens: a Megatron indexed dataset with int32 tokens, stored out of order, reads in index order",
           "[nn][tokens]") {
-  Scratch s;
+  const Scratch s("tokens");
   // Sequence 0 = {100000, 3} stored after sequence 1 = {-1 is invalid later, so 11, 12, 13}.
   std::string bin;
   for (std::int32_t t : {11, 12, 13, 100000, 3}) put(bin, t);
-  write(s.path("ds.bin"), bin);
+  write(s / "ds.bin", bin);
   std::string idx("MMIDIDX\0\0", 9);
   put<std::uint64_t>(idx, 1);
   put<std::uint8_t>(idx, 4);
@@ -97,8 +88,8 @@ TEST_CASE("tokens: a Megatron indexed dataset with int32 tokens, stored out of o
   put<std::int64_t>(idx, 12);  // sequence 0 starts at byte 12
   put<std::int64_t>(idx, 0);
   for (std::int64_t d : {0, 1, 2}) put(idx, d);
-  write(s.path("ds.idx"), idx);
-  const TokenData d = TokenData::load(s.path("ds"));
+  write(s / "ds.idx", idx);
+  const TokenData d = TokenData::load(s / "ds");
   CHECK(d.type() == TokenType::I32);
   CHECK(all(d) == std::vector<std::int64_t>{100000, 3, 11, 12, 13});
   CHECK_THROWS_WITH(d.check_vocabulary(256), Catch::Contains("ds.bin") &&
@@ -108,14 +99,14 @@ TEST_CASE("tokens: a Megatron indexed dataset with int32 tokens, stored out of o
 }
 
 TEST_CASE("tokens: malformed indexed datasets are refused naming the file and the field", "[nn][tokens]") {
-  Scratch s;
+  const Scratch s("tokens");
   std::string bin;
   for (std::uint16_t t : {1, 2, 3, 4}) put(bin, t);
-  write(s.path("ds.bin"), bin);
+  write(s / "ds.bin", bin);
   const std::string good = megatron_index({4}, 8, 2);
   const auto refused = [&](std::string idx, const std::string& field) {
-    write(s.path("ds.idx"), idx);
-    CHECK_THROWS_WITH(TokenData::load(s.path("ds")), Catch::Contains("ds.idx: " + field));
+    write(s / "ds.idx", idx);
+    CHECK_THROWS_WITH(TokenData::load(s / "ds"), Catch::Contains("ds.idx: " + field));
   };
   std::string v2 = good;
   v2[9] = 2;
@@ -128,13 +119,13 @@ TEST_CASE("tokens: malformed indexed datasets are refused naming the file and th
   std::string docs = good;
   docs[docs.size() - 8] = 3;  // the last document boundary is 3, not 1
   refused(docs, "document_indices[1]");
-  write(s.path("ds.idx"), good);
-  fs::remove(s.path("ds.bin"));
-  CHECK_THROWS_WITH(TokenData::load(s.path("ds")), Catch::Contains("no data file"));
+  write(s / "ds.idx", good);
+  fs::remove(s / "ds.bin");
+  CHECK_THROWS_WITH(TokenData::load(s / "ds"), Catch::Contains("no data file"));
 }
 
 TEST_CASE("tokens: llm.c shards with uint16 and uint32 tokens read back exactly", "[nn][tokens]") {
-  Scratch s;
+  const Scratch s("tokens");
   const auto shard = [](std::int32_t magic, std::int32_t version, const std::vector<std::uint32_t>& tokens,
                         std::size_t elem) {
     std::string out;
@@ -151,75 +142,74 @@ TEST_CASE("tokens: llm.c shards with uint16 and uint32 tokens read back exactly"
     }
     return out;
   };
-  write(s.path("gpt2.bin"), shard(20240520, 1, {50256, 1, 2, 3, 50000}, 2));
-  const TokenData g = TokenData::load(s.path("gpt2.bin"));
+  write(s / "gpt2.bin", shard(20240520, 1, {50256, 1, 2, 3, 50000}, 2));
+  const TokenData g = TokenData::load(s / "gpt2.bin");
   CHECK(g.type() == TokenType::U16);
   CHECK_THAT(g.format(), Catch::Contains("llm.c"));
   CHECK(all(g) == std::vector<std::int64_t>{50256, 1, 2, 3, 50000});
-  write(s.path("llama.bin"), shard(20240801, 7, {128000, 9, 127999}, 4));
-  const TokenData l = TokenData::load(s.path("llama.bin"));
+  write(s / "llama.bin", shard(20240801, 7, {128000, 9, 127999}, 4));
+  const TokenData l = TokenData::load(s / "llama.bin");
   CHECK(l.type() == TokenType::U32);
   CHECK(all(l) == std::vector<std::int64_t>{128000, 9, 127999});
 
   std::string truncated = shard(20240520, 1, {1, 2, 3}, 2);
   truncated.pop_back();
-  write(s.path("cut.bin"), truncated);
-  CHECK_THROWS_WITH(TokenData::load(s.path("cut.bin")),
+  write(s / "cut.bin", truncated);
+  CHECK_THROWS_WITH(TokenData::load(s / "cut.bin"),
                     Catch::Contains("cut.bin: header[2] (token count)") && Catch::Contains("truncated"));
-  write(s.path("v2.bin"), shard(20240520, 2, {1}, 2));
-  CHECK_THROWS_WITH(TokenData::load(s.path("v2.bin")), Catch::Contains("v2.bin: header[1] (version)"));
+  write(s / "v2.bin", shard(20240520, 2, {1}, 2));
+  CHECK_THROWS_WITH(TokenData::load(s / "v2.bin"), Catch::Contains("v2.bin: header[1] (version)"));
   std::string short_shard;
   put<std::int32_t>(short_shard, 20240520);  // the magic, then 3 bytes of a 1024-byte header
-  write(s.path("short.bin"), short_shard + "xyz");
-  CHECK_THROWS_WITH(TokenData::load(s.path("short.bin")), Catch::Contains("short.bin: header"));
+  write(s / "short.bin", short_shard + "xyz");
+  CHECK_THROWS_WITH(TokenData::load(s / "short.bin"), Catch::Contains("short.bin: header"));
 }
 
 TEST_CASE(
     "tokens: any other file is byte-level text, never a .bin or .idx, and a missing one names both "
     "readings",
     "[nn][tokens]") {
-  Scratch s;
-  write(s.path("notes.txt"), "plain text, named anything");
-  const TokenData t = TokenData::load(s.path("notes.txt"));
+  const Scratch s("tokens");
+  write(s / "notes.txt", "plain text, named anything");
+  const TokenData t = TokenData::load(s / "notes.txt");
   CHECK(t.format() == "text");
   CHECK(t.size() == 26);
   CHECK(t.token(0) == 'p');
   // A dataset's .bin without its .idx (or a shard without its magic) is not trained on as bytes.
-  write(s.path("notes.bin"), "plain text, named .bin");
-  CHECK_THROWS_WITH(TokenData::load(s.path("notes.bin")),
+  write(s / "notes.bin", "plain text, named .bin");
+  CHECK_THROWS_WITH(TokenData::load(s / "notes.bin"),
                     Catch::Contains("notes.bin: a .bin or .idx file that is neither half"));
   // An index beside it that is no Megatron index: the index's magic is named, for all three names.
-  write(s.path("notes.idx"), std::string(40, 'x'));
+  write(s / "notes.idx", std::string(40, 'x'));
   for (const char* name : {"notes", "notes.bin", "notes.idx"})
-    CHECK_THROWS_WITH(TokenData::load(s.path(name)), Catch::Contains("notes.idx: magic: not MMIDIDX"));
-  CHECK(token_files(s.path("notes.bin")) ==
-        std::vector<std::string>{s.path("notes.idx"), s.path("notes.bin")});
-  CHECK(token_files(s.path("notes.txt")) == std::vector<std::string>{s.path("notes.txt")});
-  CHECK_THROWS_WITH(TokenData::load(s.path("absent")),
+    CHECK_THROWS_WITH(TokenData::load(s / name), Catch::Contains("notes.idx: magic: not MMIDIDX"));
+  CHECK(token_files(s / "notes.bin") == std::vector<std::string>{s / "notes.idx", s / "notes.bin"});
+  CHECK(token_files(s / "notes.txt") == std::vector<std::string>{s / "notes.txt"});
+  CHECK_THROWS_WITH(TokenData::load(s / "absent"),
                     Catch::Contains("no such file") && Catch::Contains("absent.idx"));
 }
 
 TEST_CASE("tokens: octorun tokenize's dataset holds the text's bytes, one document per paragraph",
           "[nn][tokens]") {
-  Scratch s;
+  const Scratch s("tokens");
   const std::string text = "first paragraph\nstill first\n\nsecond\n\n\n\xC3\xA9 third";
-  write(s.path("in.txt"), text);
+  write(s / "in.txt", text);
   CHECK(paragraph_lengths(text) == std::vector<std::size_t>{29, 9, 8});
-  const TokenizeSummary sum = tokenize_to_indexed_dataset(s.path("in.txt"), s.path("out"));
+  const TokenizeSummary sum = tokenize_to_indexed_dataset(s / "in.txt", s / "out");
   CHECK(sum.tokens == text.size());
   CHECK(sum.documents == 3);
-  const TokenData d = TokenData::load(s.path("out"));
+  const TokenData d = TokenData::load(s / "out");
   CHECK_THAT(d.format(), Catch::Contains("3 documents"));
   const TokenData direct(text, "in.txt");
   CHECK(all(d) == all(direct));
   // The same tokens give the same micro-batches whichever file they came from.
   CHECK(d.sequences(3, 2, 8).tokens == direct.sequences(3, 2, 8).tokens);
   // The index as bytes, by the format's description: 3 sequences, 4 boundaries, uint16 (code 8).
-  const std::string idx = read_file(s.path("out.idx"));
+  const std::string idx = read_file(s / "out.idx");
   CHECK(idx.size() == 34 + 3 * 4 + 3 * 8 + 4 * 8);
   CHECK(static_cast<unsigned char>(idx[17]) == 8);
-  CHECK(read_file(s.path("out.bin")).size() == 2 * text.size());
-  CHECK_THROWS_WITH(formats::write_indexed_dataset(s.path("x"), std::vector<std::int64_t>{70000},
+  CHECK(read_file(s / "out.bin").size() == 2 * text.size());
+  CHECK_THROWS_WITH(formats::write_indexed_dataset(s / "x", std::vector<std::int64_t>{70000},
                                                    std::vector<std::size_t>{1}, TokenType::U16),
                     Catch::Contains("70000") && Catch::Contains("uint16"));
 }

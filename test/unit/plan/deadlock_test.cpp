@@ -1,7 +1,6 @@
 #include "plan/deadlock.hpp"
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <map>
 #include <random>
 #include <tuple>
@@ -12,6 +11,7 @@
 #include "plan/plan_io.hpp"
 #include "plan/validate.hpp"
 #include "plan_testing.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace octo;
 using octo::testing::make_plan;
@@ -175,9 +175,8 @@ TEST_CASE("a crossing send/recv order deadlocks and the cycle is named", "[deadl
 }
 
 TEST_CASE("the plan loader rejects a deadlocking plan with the cycle", "[deadlock][io]") {
-  const auto dir = std::filesystem::temp_directory_path() / "octo_plan_deadlock_test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "crossing.json").string();
+  const test::TempDir dir("deadlock");
+  const std::string path = dir / "crossing.json";
   save_plan(crossing_plan(), path);
   CHECK_THROWS_WITH(load_plan(path),
                     Catch::StartsWith(path + ": deadlock: device 0 waits at SEND act mb1 s0 ->1") &&
@@ -185,7 +184,6 @@ TEST_CASE("the plan loader rejects a deadlocking plan with the cycle", "[deadloc
   LoadOptions no_check;
   no_check.check_deadlock = false;
   CHECK(load_plan(path, no_check) == crossing_plan());
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a RECV without its SEND is reported as a dead end", "[deadlock]") {

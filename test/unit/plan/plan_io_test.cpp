@@ -1,7 +1,6 @@
 #include "plan/plan_io.hpp"
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <random>
 
 #include "core/error.hpp"
@@ -10,6 +9,7 @@
 #include "plan/lower.hpp"
 #include "plan_testing.hpp"
 #include "spec/loader.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace octo;
 using nlohmann::json;
@@ -89,9 +89,8 @@ std::string error_of(const std::string& text) {
 
 TEST_CASE("plans round-trip through JSON values, text and files", "[io]") {
   std::mt19937 rng(5);
-  const auto dir = std::filesystem::temp_directory_path() / "octo_plan_io_test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "plan.json").string();
+  const test::TempDir dir("plan-io");
+  const std::string path = dir / "plan.json";
   for (int trial = 0; trial < 50; ++trial) {
     const Plan plan = sample_plan(rng);
     CHECK(plan_from_json(to_json(plan), "x") == plan);
@@ -104,7 +103,6 @@ TEST_CASE("plans round-trip through JSON values, text and files", "[io]") {
     save_plan(plan, path);
     CHECK(load_plan(path, options) == plan);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the plan text is one op per line", "[io]") {
@@ -183,7 +181,8 @@ TEST_CASE("malformed plan files get clear errors", "[io]") {
 }
 
 TEST_CASE("load_plan names the file it cannot read", "[io]") {
-  const std::string path = (std::filesystem::temp_directory_path() / "octo_no_such_plan.json").string();
+  const test::TempDir dir("plan-io");
+  const std::string path = dir / "no_such_plan.json";
   CHECK_THROWS_WITH(load_plan(path), Catch::Contains(path));
 }
 

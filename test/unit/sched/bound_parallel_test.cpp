@@ -5,13 +5,8 @@
 // plan's own groups. Oracle: the simulated iteration of every baseline, which no bound may exceed
 // (a bound priced at ZeRO 0 / EP 1, or every layer on device 0, did).
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <string>
-#include <system_error>
 
 #include "core/error.hpp"
 #include "cost/inputs.hpp"
@@ -19,6 +14,7 @@
 #include "sched/baseline.hpp"
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace octo;
 
@@ -57,22 +53,6 @@ mamba: {version: 2, heads: 4, head_dim: 32, state: 4, groups: 1, conv: 4}
 training: {micro_batch: 2, microbatches: 4, dtype: fp16, recompute: none}
 )";
 
-/// A YAML text in a file of its own (this process's name, removed at the end of the scope).
-struct TempYaml {
-  std::filesystem::path path;
-  TempYaml(const std::string& name, const char* text)
-      : path(std::filesystem::temp_directory_path() /
-             ("octo-bound-parallel-" + std::to_string(::getpid()) + "-" + name)) {
-    std::ofstream(path) << text;
-  }
-  ~TempYaml() {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-  TempYaml(const TempYaml&) = delete;
-  TempYaml& operator=(const TempYaml&) = delete;
-};
-
 /// Every baseline schedule's plan of `o` (the ones the configuration can run): each bound at most
 /// its simulated iteration. Returns how many plans were checked.
 int check_baselines(const InputOptions& o) {
@@ -103,12 +83,13 @@ int check_baselines(const InputOptions& o) {
 }  // namespace
 
 TEST_CASE("the bounds at ZeRO 1 and EP 2 and 4 price the plan's own data parallelism", "[bound]") {
-  const TempYaml cluster("four-fast.yaml", kFourFast);
+  const test::TempDir dir("bound-parallel");
+  const std::string cluster = dir.write("four-fast.yaml", kFourFast);
   for (int zero : {0, 1})
     for (int ep : {1, 2, 4}) {
       InputOptions o;
       o.model_path = std::string(OCTO_SOURCE_DIR) + "/profiles/models/tiny-hybrid.yaml";
-      o.cluster_path = cluster.path.string();
+      o.cluster_path = cluster;
       o.pp = 1;
       o.dp = 4;
       o.ep = ep;
@@ -129,9 +110,9 @@ TEST_CASE(
     "the any-plan bound prices each layer's DP tail at its cheapest device, the structure bound at its own",
     "[bound]") {
   InputOptions o;
-  const TempYaml model("mamba-12.yaml", kMambaModel), cluster("slow-inside.yaml", kSlowInside);
-  o.model_path = model.path.string();
-  o.cluster_path = cluster.path.string();
+  const test::TempDir dir("bound-parallel");
+  o.model_path = dir.write("mamba-12.yaml", kMambaModel);
+  o.cluster_path = dir.write("slow-inside.yaml", kSlowInside);
   o.pp = 3;
   o.tp = 4;
   o.dp = 2;

@@ -6,12 +6,12 @@
 #include <fmt/ranges.h>
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "plan/plan_io.hpp"
 #include "sim_testing.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace octo;
 using namespace octo::simtest;
@@ -108,11 +108,11 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
         {recv_act(0, 0, 0, kBytes), F(1, 0), recv_act(0, 1, 0, kBytes), F(1, 1), BW(1, 0),
          send_grad(1, 0, 0, kBytes), BW(1, 1), send_grad(1, 1, 0, kBytes)}};
   };
-  const auto dir = std::filesystem::temp_directory_path();
+  const test::TempDir dir("check");
 
   SECTION("valid GPipe order") {
     plan.programs = gpipe();
-    const std::string path = (dir / "octo_sim_check_ok.json").string();
+    const std::string path = dir / "ok.json";
     save_plan(plan, path);
     LoadOptions raw;
     raw.validate = raw.check_deadlock = false;
@@ -125,13 +125,12 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
     CHECK(r.sim->makespan_ms == Approx(144.0));
     // Embedded cluster: the default h100x8, 80 GiB per device.
     CHECK(r.sim->devices[0].memory_limit_bytes == std::int64_t{80} << 30);
-    std::filesystem::remove(path);
   }
   SECTION("crossed send/receive order") {
     plan.programs = gpipe();
     plan.programs[1] = {recv_act(0, 0, 0, kBytes), F(1, 0), BW(1, 0), send_grad(1, 0, 0, kBytes),
                         recv_act(0, 1, 0, kBytes), F(1, 1), BW(1, 1), send_grad(1, 1, 0, kBytes)};
-    const std::string path = (dir / "octo_sim_check_deadlock.json").string();
+    const std::string path = dir / "deadlock.json";
     save_plan(plan, path);
     LoadOptions raw;
     raw.validate = raw.check_deadlock = false;
@@ -143,7 +142,6 @@ TEST_CASE("a crafted deadlocking plan file is rejected by check_plan and by the 
     CHECK_THAT(r.problems[0],
                Catch::Contains("cycle") && Catch::Contains("device 0") && Catch::Contains("device 1"));
     CHECK_THROWS_WITH(load_plan(path), Catch::Contains("cycle"));
-    std::filesystem::remove(path);
   }
 }
 

@@ -3,7 +3,6 @@
 #include "sim/trace.hpp"
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -11,6 +10,7 @@
 #include "core/fs.hpp"
 #include "sim/simulator.hpp"
 #include "sim_testing.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace octo;
 using namespace octo::simtest;
@@ -111,11 +111,11 @@ TEST_CASE("write_trace writes the same JSON atomically") {
   b.flow_out = -1;
   b.flow_in = 7;
   tl.slices = {a, b};
-  const auto path = (std::filesystem::temp_directory_path() / "octo_sim_trace_test.json").string();
+  const test::TempDir dir("trace");
+  const std::string path = dir / "trace.json";
   write_trace(path, tl);
   const json back = json::parse(read_file(path));
   CHECK(back == trace_json(tl));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("sim_timeline needs a recorded timeline") {

@@ -2,37 +2,17 @@
 // "file:line:col: field: problem (expected …)". Expected positions are counted by hand in the
 // YAML texts below (1-based line and column).
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 
 #include "spec/loader.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
-
-/// A scratch folder removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("octo-spec-test-" + std::to_string(::getpid()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string file = (path / name).string();
-    std::ofstream(file) << text;
-    return file;
-  }
-};
+using octo::test::TempDir;
 
 // Line numbers of kModel are fixed: tests below rely on them.
 const std::string kModel =
