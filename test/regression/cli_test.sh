@@ -270,7 +270,7 @@ bench-bound-case)
   # is not below it. Unknown files and a bad TP are refused.
   "$octoplan" estimate profiles/models/tiny-hybrid.yaml --cluster profiles/clusters/h100-16x8.yaml --tp 1 \
     -o "$work/tiny-costs.yaml" >/dev/null || fail "estimate"
-  scripts/bench-bound --octoplan "$octoplan" --budgets 0.2 --threads 1 --pp 2 --m-per-pp 2 \
+  scripts/bench-bound --octoplan "$octoplan" --budgets 0.2 --threads 1 --pp 2 --m-per-pp 2 --seed 3 \
     --case tiny-hybrid "$work/tiny-costs.yaml" 1 --json "$work/bench.json" >"$work/bench.out" 2>&1 ||
     fail "bench-bound --case: $(cat "$work/bench.out")"
   "$octoplan" baseline profiles/models/tiny-hybrid.yaml --costs "$work/tiny-costs.yaml" --tp 1 --pp 2 \
@@ -280,6 +280,7 @@ bench-bound-case)
 import json, sys
 bench, report = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 cases = bench["cases"]
+assert bench["seed"] == 3, bench["seed"]
 assert [(c["class"], c["model"], c["pp"], c["m"]) for c in cases] == [("tiny-costs", "tiny-hybrid", 2, 4)], cases
 run = cases[0]["runs"]["0.2"]
 assert abs(run["bound_ms"] - report["lower_bound_ms"]) <= 1e-9 * report["lower_bound_ms"], (run, report["lower_bound_ms"])
