@@ -32,7 +32,7 @@ struct TuneArgs {
   }
 };
 
-/// Adds --time-budget, --seed, --threads, --wall-cap and --quiet, bound to `args`.
+/// Adds --time-budget, --seed, --searches, --threads, --wall-cap and --quiet, bound to `args`.
 inline void add_tune_options(CLI::App* cmd, TuneArgs& args) {
   octo::TuneOptions& options = args.options;
   cmd->add_option(
@@ -43,6 +43,14 @@ inline void add_tune_options(CLI::App* cmd, TuneArgs& args) {
       ->check(octo::cli::number(0));
   cmd->add_option("--seed", options.seed, "Seed of the search's random moves (default 1)")
       ->check(octo::cli::seed());
+  cmd->add_option(
+         "--searches", options.searches,
+         fmt::format("Independent searches from seeds --seed, --seed + 1, ... (default 1, at most {}): "
+                     "each gets the whole --time-budget and the fastest plan wins, so N searches take N "
+                     "times the work; on hard profiles (w = 0, PP 8) the seed moves the plan by a few "
+                     "per cent",
+                     octo::kMaxSearches))
+      ->check(octo::cli::integer(1, octo::kMaxSearches));
   cmd->add_option("--threads", options.threads, "Threads evaluating candidates (default: all cores)")
       ->check(octo::cli::integer(0, kMaxThreads));
   cmd->add_option(

@@ -8,9 +8,12 @@ namespace octo {
 Budget::Budget(const TuneOptions& options, int threads, Clock::time_point start)
     : start_(start),
       work_budget_(options.time_budget_s * kUnitsPerSecondPerThread * threads),
-      wall_cap_s_(options.wall_cap_s > 0 ? options.wall_cap_s : options.time_budget_s * kWallCapFactor),
+      wall_cap_s_(options.wall_cap_s > 0
+                      ? options.wall_cap_s
+                      : options.time_budget_s * kWallCapFactor * std::max(1, options.searches)),
       max_evaluations_(options.max_evaluations),
-      stop_(options.stop) {}
+      stop_(options.stop),
+      round_budget_(work_budget_) {}
 
 void Budget::charge(const Evaluation& e, std::int64_t ops, bool listed) {
   const bool counted = e.ok || e.pruned || !e.problem.empty();
@@ -58,16 +61,27 @@ void Budget::stop(std::string_view reason) {
   if (stopped_by_.empty()) stopped_by_ = reason;
 }
 
+void Budget::next_round() {
+  done_evaluations_ += evaluations_;
+  done_infeasible_ += infeasible_;
+  done_pruned_ += pruned_;
+  done_work_units_ += work_units_;
+  evaluations_ = infeasible_ = pruned_ = 0;
+  work_units_ = reserved_ = 0;
+  work_budget_ = round_budget_;
+  stopped_by_.clear();
+}
+
 std::int64_t Budget::evaluations_left() const {
   if (max_evaluations_ <= 0) return std::numeric_limits<std::int64_t>::max();
   return max_evaluations_ > evaluations_ ? max_evaluations_ - evaluations_ : 0;
 }
 
 void Budget::add_to(TuneStats& stats) const {
-  stats.evaluations = evaluations_;
-  stats.infeasible = infeasible_;
-  stats.pruned = pruned_;
-  stats.work_units = work_units_;
+  stats.evaluations = done_evaluations_ + evaluations_;
+  stats.infeasible = done_infeasible_ + infeasible_;
+  stats.pruned = done_pruned_ + pruned_;
+  stats.work_units = done_work_units_ + work_units_;
 }
 
 }  // namespace octo

@@ -38,6 +38,10 @@ class Budget {
   void stop(std::string_view reason);
   /// Clears the reason, for a second search under another memory limit (the effort adds up).
   void resume() { stopped_by_.clear(); }
+  /// Starts another search round (TuneOptions::searches) with the whole work budget and
+  /// evaluation limit again, as a fresh run would have them; the counters of add_to add up over the
+  /// rounds, and the wall-clock cap stays one for all of them.
+  void next_round();
   [[nodiscard]] const std::string& stopped_by() const { return stopped_by_; }
 
   [[nodiscard]] double elapsed_s() const {
@@ -50,7 +54,8 @@ class Budget {
   /// Interrupted or past the wall-clock cap: no more work is started (safe from the worker threads).
   [[nodiscard]] bool out_of_time() const { return interrupted() || past_wall_cap(); }
   [[nodiscard]] double wall_cap_s() const { return wall_cap_s_; }
-  [[nodiscard]] std::int64_t evaluations() const { return evaluations_; }
+  /// Evaluations so far, over every round.
+  [[nodiscard]] std::int64_t evaluations() const { return done_evaluations_ + evaluations_; }
   /// Evaluations the evaluation limit still allows.
   [[nodiscard]] std::int64_t evaluations_left() const;
 
@@ -64,6 +69,10 @@ class Budget {
   const std::atomic<bool>* stop_ = nullptr;
   std::int64_t evaluations_ = 0, infeasible_ = 0, pruned_ = 0;
   double work_units_ = 0, reserved_ = 0;
+  double round_budget_ = 0;  ///< the work budget each round starts with
+  /// The counters of the rounds before this one (next_round).
+  std::int64_t done_evaluations_ = 0, done_infeasible_ = 0, done_pruned_ = 0;
+  double done_work_units_ = 0;
   std::string stopped_by_;
 };
 

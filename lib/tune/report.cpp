@@ -115,9 +115,11 @@ std::string format_plan_summary(const PlannerInputs& in, const TuneResult& r) {
         plan.tp, plan.dp, plan.ep, plan.zero, 100 * shares.dp, 100 * shares.ep, 100 * shares.tp);
   }
   out += fmt::format(
-      "search: {} candidates in {:.1f} s ({}), {} improvements; started from {}; result from {}\n",
+      "search: {} candidates in {:.1f} s ({}), {} improvements; started from {}; result from {}{}\n",
       r.stats.evaluations, r.stats.elapsed_s, r.stats.stopped_by, r.stats.improvements, r.stats.start,
-      r.stats.origin);
+      r.stats.origin,
+      r.stats.searches > 1 ? fmt::format(" (best of {} searches: seed {})", r.stats.searches, r.stats.seed)
+                           : "");
   out += fmt::format("schedule: {}\n\n", r.stats.schedule);
 
   out += fmt::format("{:>5}  {:>10}  {:<38} {:>6}  {:>12}  {}\n", "stage", "layers", "labels", "device",

@@ -12,18 +12,11 @@
 #include "tune/baselines.hpp"
 #include "tune/budget.hpp"
 #include "tune/memory_policy.hpp"
-#include "tune/polish.hpp"
 #include "tune/progress.hpp"
 #include "tune/result.hpp"
-#include "tune/search.hpp"
+#include "tune/round.hpp"
 
 namespace octo {
-namespace {
-
-/// The share of the work budget set aside for the polish (tune/polish.hpp).
-constexpr double kPolishShare = 0.02;
-
-}  // namespace
 
 TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   const auto start = Budget::Clock::now();
@@ -35,6 +28,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     fail_usage("--time-budget: {} (expected a finite number of seconds > 0)", options.time_budget_s);
   if (!(options.wall_cap_s >= 0) || !std::isfinite(options.wall_cap_s))
     fail_usage("--wall-cap: {} (expected a finite number of seconds > 0)", options.wall_cap_s);
+  if (options.searches < 1 || options.searches > kMaxSearches)
+    fail_usage("--searches: {} (expected 1 to {})", options.searches, kMaxSearches);
   const int p = inputs.pp, m = inputs.microbatches;
   const int layers = static_cast<int>(inputs.costs.layers.size());
   if (p < 1) fail("tuner: {} pipeline devices (expected at least 1)", p);
@@ -52,10 +47,12 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   Progress progress(options, budget);
   // What the budget amounts to (any budget is accepted), and how to end the search early.
   progress.report(
-      fmt::format("search budget {} of work on the reference machine ({} threads), wall clock "
+      fmt::format("search budget {} of work on the reference machine ({} threads){}, wall clock "
                   "capped at {}; Ctrl-C (SIGINT) or SIGTERM stops the search and keeps the best "
                   "plan found so far",
-                  human_duration(options.time_budget_s), pool.threads(), human_duration(budget.wall_cap_s())),
+                  human_duration(options.time_budget_s), pool.threads(),
+                  options.searches > 1 ? fmt::format(" for each of {} searches", options.searches) : "",
+                  human_duration(budget.wall_cap_s())),
       true, nullptr, 0);
 
   // 1. Baselines (the incumbent), and the bound of any plan (the search stops when it gets there).
@@ -71,61 +68,55 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     result.best_baseline_fits = field.best >= 0;
     result.best_baseline_ms = iteration_ms(*incumbent);
   }
-  SearchLimit limit{inputs.memory_limit_bytes, ""};
-  if (!can_fit) limit = limit_when_static_exceeds(inputs, field.fastest_run());
-  auto evaluator = std::make_unique<Evaluator>(inputs, p, m, limit.bytes);
+  SearchLimit initial{inputs.memory_limit_bytes, ""};
+  if (!can_fit) initial = limit_when_static_exceeds(inputs, field.fastest_run());
   Candidate whole;
   whole.ends = {layers};
   whole.device = {0};
-  const LowerBound any = any_plan_lower_bound(any_plan_input(evaluator->skeleton(whole), inputs), m);
+  const LowerBound any =
+      any_plan_lower_bound(any_plan_input(Evaluator(inputs, p, m, initial.bytes).skeleton(whole), inputs), m);
 
-  // 2./3. Seeds and local search; when nothing fits although the static memory would, once more
-  //       under the peak of the fastest baseline.
-  Simulator sim;
-  Evaluation incumbent_eval;
-  if (incumbent) incumbent_eval = evaluator->evaluate_plan(*incumbent->plan, sim);
-  Search search(inputs, options, pool, budget, progress, any.ms);
-  const double polish_units = budget.reserve(kPolishShare);
-  search.run(*evaluator, incumbent_eval);
-  if (can_fit && inputs.memory_limit_bytes > 0 && field.best < 0 &&
-      !(search.incumbent().has() && search.incumbent().best().e.fits_memory)) {
-    limit = limit_when_nothing_fits(inputs, field.fastest_run());
-    evaluator = std::make_unique<Evaluator>(inputs, p, m, limit.bytes);
-    if (incumbent) incumbent_eval = evaluator->evaluate_plan(*incumbent->plan, sim);
-    budget.resume();
-    search.run(*evaluator, incumbent_eval);
-  }
-  // 3b. The order search on the best plan, and the elite justified, kept when the simulator confirms it.
-  std::optional<Scored> polished;
-  if (search.incumbent().has() && !budget.out_of_time()) {
-    const std::int64_t polish_ops = std::min(kMaxPolishOps, static_cast<std::int64_t>(polish_units));
-    Polish pol = polish(search.incumbent().best(), *evaluator, polish_ops, options.seed);
-    budget.charge_serial(static_cast<double>(pol.timed_ops + 3 * pol.evaluated_ops));
-    polished = std::move(pol.better);
-    const Polish elite = justify_elite(search.incumbent().elite(),
-                                       polished ? *polished : search.incumbent().best(), *evaluator);
-    budget.charge_serial(static_cast<double>(elite.timed_ops + 3 * elite.evaluated_ops));
-    if (elite.better) {
-      // The winner of another structure order-searched too (its own polish: it had none).
-      Polish again = polish(*elite.better, *evaluator, polish_ops, options.seed);
-      budget.charge_serial(static_cast<double>(again.timed_ops + 3 * again.evaluated_ops));
-      polished = again.better ? std::move(again.better) : elite.better;
+  // 2./3. One round (tune/round.hpp: seeds, local search, polish) per search seed; the fastest
+  //       plan wins. No further round once one reached the bound or the time is up.
+  std::optional<Round> best;
+  TuneStats effort;
+  const int searches = std::max(1, options.searches);
+  for (int k = 0; k < searches; ++k) {
+    if (k > 0) {
+      if (budget.out_of_time() || best->stats.stopped_by == "reached the lower bound") break;
+      budget.next_round();
     }
+    TuneOptions seeded = options;
+    seeded.seed = options.seed + static_cast<std::uint64_t>(k);
+    Round round = search_round(inputs, seeded, pool, budget, progress, field, can_fit, any.ms);
+    effort.rounds += round.stats.rounds;
+    effort.improvements += round.stats.improvements;
+    effort.kicks += round.stats.kicks;
+    round.stats.seed = seeded.seed;
+    const bool better = !best || (round.top && (!best->top || improves(round.top->e, best->top->e)));
+    const std::string stopped_by = round.stats.stopped_by;
+    if (better) best = std::move(round);
+    best->stats.stopped_by = stopped_by;  // what ended the last round
   }
-  const Scored* top = polished ? &*polished : search.incumbent().has() ? &search.incumbent().best() : nullptr;
-  result.memory_limit_bytes = limit.bytes;
-  result.memory_note = limit.note;
+  const Scored* top = best->top ? &*best->top : nullptr;
+  const Evaluator& evaluator = *best->evaluator;
+  const Evaluation& incumbent_eval = best->incumbent_eval;
+  Simulator sim;
+  result.memory_limit_bytes = best->limit.bytes;
+  result.memory_note = best->limit.note;
   const double baselines_s = result.stats.baselines_s;
-  result.stats = search.stats();
+  result.stats = best->stats;
+  result.stats.rounds = effort.rounds;
+  result.stats.improvements = effort.improvements;
+  result.stats.kicks = effort.kicks;
+  result.stats.searches = searches;
   budget.add_to(result.stats);
-  result.stats.accepted = search.incumbent().accepted();
   result.stats.baselines_s = baselines_s;
-  result.stats.stopped_by = budget.stopped_by();
   result.stats.start = incumbent ? incumbent->method : "none";
 
   // 4. The result: the best candidate unless the incumbent baseline is at least as good.
   if (top && (!incumbent || !incumbent_eval.ok || improves(top->e, incumbent_eval))) {
-    (void)evaluator->evaluate(top->c, sim, &result.plan);
+    (void)evaluator.evaluate(top->c, sim, &result.plan);
     result.stats.origin = "search";
     result.stats.schedule = top->c.describe();
   } else if (incumbent) {
@@ -139,7 +130,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
         inputs.model.name, p, m);
   }
   result.baseline_runs = std::move(field.runs);
-  complete_result(result, inputs, *evaluator, any, limit.bytes);
+  complete_result(result, inputs, evaluator, any, best->limit.bytes);
   result.stats.elapsed_s = budget.elapsed_s();
   const Evaluation final_eval = evaluation_of(result.sim);
   progress.report("done", true, &final_eval, result.stats.rounds);

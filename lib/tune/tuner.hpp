@@ -52,6 +52,8 @@ struct TuneProgress {
 /// (a 2-core cloud VM) evaluates per second; TuneOptions::time_budget_s is converted to a work
 /// budget with it.
 inline constexpr double kUnitsPerSecondPerThread = 2.5e6;
+/// The most independent searches TuneOptions::searches takes.
+inline constexpr int kMaxSearches = 64;
 /// The wall-clock cap is this multiple of time_budget_s.
 inline constexpr double kWallCapFactor = 2.5;
 
@@ -62,14 +64,18 @@ struct TuneOptions {
   /// Search effort in seconds of the reference machine: a deterministic work budget of
   /// time_budget_s × threads × kUnitsPerSecondPerThread op-units (so the result depends only on
   /// the seed and the thread count), with a hard wall-clock cap of kWallCapFactor × time_budget_s
-  /// (baselines included) on slower machines.
+  /// (baselines included; × searches) on slower machines.
   double time_budget_s = 10;
   std::uint64_t seed = 1;
+  /// Independent searches (tune/round.hpp), from seeds seed, seed + 1, …: each gets the whole
+  /// work budget (and the wall-clock cap grows with them), and the fastest plan wins — N times the
+  /// work, the plan of the best of N runs with those seeds.
+  int searches = 1;
   int threads = 0;  ///< 0: std::thread::hardware_concurrency()
   /// Stop after this many candidate evaluations (0: no limit): a budget that, unlike the wall
   /// clock, gives the same result on any machine.
   std::int64_t max_evaluations = 0;
-  /// Wall-clock cap in seconds, baselines included (0: kWallCapFactor × time_budget_s). A large
+  /// Wall-clock cap in seconds, baselines included (0: kWallCapFactor × time_budget_s × searches). A large
   /// cap makes a loaded machine spend the whole work budget, for comparisons at equal work.
   double wall_cap_s = 0;
   /// Called with progress reports (tune/report.hpp format_progress makes them a line); the first
@@ -110,6 +116,8 @@ struct TuneStats {
   int rounds = 0;                ///< local search rounds
   int improvements = 0;          ///< accepted steps
   int kicks = 0;                 ///< random restarts from the best plan
+  int searches = 1;              ///< independent searches run (TuneOptions::searches)
+  std::uint64_t seed = 1;        ///< the seed of the search whose plan won
   double elapsed_s = 0;
   double baselines_s = 0;  ///< time spent building the baselines
   /// "converged", "reached the lower bound", "work budget", "evaluation limit" (all

@@ -373,6 +373,10 @@ def options(r):
     r.case("plan --time-budget nan",
            r.octoplan("plan", model, *cluster, "--pp", "2", "--time-budget", "nan", "-o", out),
            names="--time-budget", message=human, outputs=[out])
+    for bad in ("0", "65", "two"):
+        r.case(f"plan --searches {bad}",
+               r.octoplan("plan", model, *cluster, "--pp", "2", "--searches", bad, "-o", out),
+               names="--searches", message=human, outputs=[out])
     # Options go through the bounds of the YAML files.
     r.case("baseline --seq 2000000000000", baseline("--seq", "2000000000000"), names="--seq", message=human,
            outputs=[out])
