@@ -80,8 +80,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   //       plan wins. No further round once one reached the bound or the time is up.
   std::optional<Round> best;
   TuneStats effort;
-  const int searches = std::max(1, options.searches);
-  for (int k = 0; k < searches; ++k) {
+  int searches = 0;  // the rounds run: a round that reached the bound, or the time, ends them
+  for (int k = 0; k < options.searches; ++k) {
     if (k > 0) {
       if (budget.out_of_time() || best->stats.stopped_by == "reached the lower bound") break;
       budget.next_round();
@@ -89,6 +89,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     TuneOptions seeded = options;
     seeded.seed = options.seed + static_cast<std::uint64_t>(k);
     Round round = search_round(inputs, seeded, pool, budget, progress, field, can_fit, any.ms);
+    ++searches;
     effort.rounds += round.stats.rounds;
     effort.improvements += round.stats.improvements;
     effort.kicks += round.stats.kicks;

@@ -116,8 +116,8 @@ struct TuneStats {
   int rounds = 0;                ///< local search rounds
   int improvements = 0;          ///< accepted steps
   int kicks = 0;                 ///< random restarts from the best plan
-  int searches = 1;              ///< independent searches run (TuneOptions::searches)
-  std::uint64_t seed = 1;        ///< the seed of the search whose plan won
+  int searches = 1;  ///< independent searches run: TuneOptions::searches, fewer once one reached the bound
+  std::uint64_t seed = 1;  ///< the seed of the search whose plan won
   double elapsed_s = 0;
   double baselines_s = 0;  ///< time spent building the baselines
   /// "converged", "reached the lower bound", "work budget", "evaluation limit" (all

@@ -201,6 +201,13 @@ TEST_CASE("independent searches give the plan of the best of the runs with their
   CHECK(r.stats.improvements == first.stats.improvements + second.stats.improvements);
   require_checked(r);
 
+  // A round that reaches the lower bound for any plan ends them: no plan can be faster.
+  TuneOptions at_bound = quick(3000);
+  at_bound.searches = 3;
+  const TuneResult u = tune(inputs("synthetic-uniform", 4, 8, "synthetic-uniform.yaml"), at_bound);
+  CHECK(u.stats.stopped_by == "reached the lower bound");
+  CHECK(u.stats.searches == 1);
+
   TuneOptions bad = quick(10);
   bad.searches = 0;
   CHECK_THROWS_WITH(tune(in, bad), Catch::Contains("--searches: 0"));
