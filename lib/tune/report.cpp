@@ -32,6 +32,8 @@ nlohmann::json search_json(const TuneResult& r) {
           {"rounds", r.stats.rounds},
           {"improvements", r.stats.improvements},
           {"kicks", r.stats.kicks},
+          {"searches", r.stats.searches},
+          {"seed", r.stats.seed},
           {"elapsed_s", r.stats.elapsed_s},
           {"baselines_s", r.stats.baselines_s},
           {"stopped_by", r.stats.stopped_by},

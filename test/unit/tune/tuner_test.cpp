@@ -197,6 +197,9 @@ TEST_CASE("independent searches give the plan of the best of the runs with their
   CHECK(r.sim.makespan_ms == second.sim.makespan_ms);
   CHECK(r.stats.searches == 2);
   CHECK(r.stats.seed == seed + 1);
+  const nlohmann::json report = comparison_json(in, r);  // `compare --report`
+  CHECK(report.at("search").at("searches") == 2);
+  CHECK(report.at("search").at("seed") == seed + 1);
   CHECK(r.stats.evaluations == first.stats.evaluations + second.stats.evaluations);
   CHECK(r.stats.improvements == first.stats.improvements + second.stats.improvements);
   require_checked(r);
