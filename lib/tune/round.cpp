@@ -15,16 +15,11 @@ constexpr double kPolishShare = 0.02;
 
 }  // namespace
 
-Round search_round(const PlannerInputs& inputs, const TuneOptions& options, WorkerPool& pool, Budget& budget,
-                   Progress& progress, const BaselineField& field, bool can_fit, double any_plan_ms) {
-  const int p = inputs.pp, m = inputs.microbatches;
+Round search_round(const Round& start, const PlannerInputs& inputs, const TuneOptions& options,
+                   WorkerPool& pool, Budget& budget, Progress& progress, const BaselineField& field,
+                   bool can_fit, double any_plan_ms) {
   const BaselineRun* incumbent = field.incumbent();
-  Round round;
-  round.limit = SearchLimit{inputs.memory_limit_bytes, ""};
-  if (!can_fit) round.limit = limit_when_static_exceeds(inputs, field.fastest_run());
-  round.evaluator = std::make_unique<Evaluator>(inputs, p, m, round.limit.bytes);
-  Simulator sim;
-  if (incumbent) round.incumbent_eval = round.evaluator->evaluate_plan(*incumbent->plan, sim);
+  Round round{start.limit, start.evaluator, start.incumbent_eval, std::nullopt, {}};
 
   // Seeds and local search; when nothing fits although the static memory would, once more under
   // the peak of the fastest baseline.
@@ -34,7 +29,9 @@ Round search_round(const PlannerInputs& inputs, const TuneOptions& options, Work
   if (can_fit && inputs.memory_limit_bytes > 0 && field.best < 0 &&
       !(search.incumbent().has() && search.incumbent().best().e.fits_memory)) {
     round.limit = limit_when_nothing_fits(inputs, field.fastest_run());
-    round.evaluator = std::make_unique<Evaluator>(inputs, p, m, round.limit.bytes);
+    round.evaluator =
+        std::make_shared<const Evaluator>(inputs, inputs.pp, inputs.microbatches, round.limit.bytes);
+    Simulator sim;
     if (incumbent) round.incumbent_eval = round.evaluator->evaluate_plan(*incumbent->plan, sim);
     budget.resume();
     search.run(*round.evaluator, round.incumbent_eval);

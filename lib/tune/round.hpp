@@ -22,19 +22,21 @@
 namespace octo {
 
 struct Round {
-  SearchLimit limit;                     ///< the memory limit the round searched under
-  std::unique_ptr<Evaluator> evaluator;  ///< under `limit`
-  Evaluation incumbent_eval;             ///< the incumbent baseline under `limit` (not ok: none)
-  std::optional<Scored> top;             ///< the best plan found (polished); empty: none
+  SearchLimit limit;                           ///< the memory limit the round searched under
+  std::shared_ptr<const Evaluator> evaluator;  ///< under `limit`
+  Evaluation incumbent_eval;                   ///< the incumbent baseline under `limit` (not ok: none)
+  std::optional<Scored> top;                   ///< the best plan found (polished); empty: none
   /// The search's rounds, improvements and kicks, the accepted steps per source and what stopped
   /// the round (the budget's counters are the caller's).
   TuneStats stats;
 };
 
-/// One round with `options.seed`. `any_plan_ms`: the lower bound for any plan (the search stops
-/// there); `field`: the baselines; `can_fit`: static memory allows a plan that fits.
-[[nodiscard]] Round search_round(const PlannerInputs& inputs, const TuneOptions& options, WorkerPool& pool,
-                                 Budget& budget, Progress& progress, const BaselineField& field, bool can_fit,
-                                 double any_plan_ms);
+/// One round with `options.seed`, from `start` (the limit the baselines allow, its evaluator and the
+/// incumbent's evaluation under it, shared by every round; its `top` and `stats` are ignored).
+/// `any_plan_ms`: the lower bound for any plan (the search stops there); `field`: the baselines;
+/// `can_fit`: static memory allows a plan that fits.
+[[nodiscard]] Round search_round(const Round& start, const PlannerInputs& inputs, const TuneOptions& options,
+                                 WorkerPool& pool, Budget& budget, Progress& progress,
+                                 const BaselineField& field, bool can_fit, double any_plan_ms);
 
 }  // namespace octo

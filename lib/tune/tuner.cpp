@@ -68,41 +68,43 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
     result.best_baseline_fits = field.best >= 0;
     result.best_baseline_ms = iteration_ms(*incumbent);
   }
-  SearchLimit initial{inputs.memory_limit_bytes, ""};
-  if (!can_fit) initial = limit_when_static_exceeds(inputs, field.fastest_run());
+  // Every round starts under the limit the baselines allow, with the incumbent evaluated under it.
+  Round initial;
+  initial.limit = SearchLimit{inputs.memory_limit_bytes, ""};
+  if (!can_fit) initial.limit = limit_when_static_exceeds(inputs, field.fastest_run());
+  initial.evaluator = std::make_shared<const Evaluator>(inputs, p, m, initial.limit.bytes);
+  Simulator sim;
+  if (incumbent) initial.incumbent_eval = initial.evaluator->evaluate_plan(*incumbent->plan, sim);
   Candidate whole;
   whole.ends = {layers};
   whole.device = {0};
-  const LowerBound any =
-      any_plan_lower_bound(any_plan_input(Evaluator(inputs, p, m, initial.bytes).skeleton(whole), inputs), m);
+  const LowerBound any = any_plan_lower_bound(any_plan_input(initial.evaluator->skeleton(whole), inputs), m);
 
   // 2./3. One round (tune/round.hpp: seeds, local search, polish) per search seed; the fastest
   //       plan wins. No further round once one reached the bound or the time is up.
   std::optional<Round> best;
   TuneStats effort;
-  int searches = 0;  // the rounds run: a round that reached the bound, or the time, ends them
+  int searches = 0;        // the rounds run: a round that reached the bound, or the time, ends them
+  std::string stopped_by;  // what ended the last round
   for (int k = 0; k < options.searches; ++k) {
     if (k > 0) {
-      if (budget.out_of_time() || best->stats.stopped_by == "reached the lower bound") break;
+      if (budget.out_of_time() || stopped_by == "reached the lower bound") break;
       budget.next_round();
     }
     TuneOptions seeded = options;
     seeded.seed = options.seed + static_cast<std::uint64_t>(k);
-    Round round = search_round(inputs, seeded, pool, budget, progress, field, can_fit, any.ms);
+    Round round = search_round(initial, inputs, seeded, pool, budget, progress, field, can_fit, any.ms);
     ++searches;
     effort.rounds += round.stats.rounds;
     effort.improvements += round.stats.improvements;
     effort.kicks += round.stats.kicks;
     round.stats.seed = seeded.seed;
-    const bool better = !best || (round.top && (!best->top || improves(round.top->e, best->top->e)));
-    const std::string stopped_by = round.stats.stopped_by;
-    if (better) best = std::move(round);
-    best->stats.stopped_by = stopped_by;  // what ended the last round
+    stopped_by = round.stats.stopped_by;
+    if (!best || (round.top && (!best->top || improves(round.top->e, best->top->e)))) best = std::move(round);
   }
   const Scored* top = best->top ? &*best->top : nullptr;
   const Evaluator& evaluator = *best->evaluator;
   const Evaluation& incumbent_eval = best->incumbent_eval;
-  Simulator sim;
   result.memory_limit_bytes = best->limit.bytes;
   result.memory_note = best->limit.note;
   const double baselines_s = result.stats.baselines_s;
@@ -111,6 +113,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   result.stats.improvements = effort.improvements;
   result.stats.kicks = effort.kicks;
   result.stats.searches = searches;
+  result.stats.stopped_by = stopped_by;
   budget.add_to(result.stats);
   result.stats.baselines_s = baselines_s;
   result.stats.start = incumbent ? incumbent->method : "none";
