@@ -21,6 +21,19 @@ std::vector<int> wave_placement(int stages, int devices) {
   return map;
 }
 
+Layout layout_of_layer_map(std::span<const int> layer_device) {
+  Layout out;
+  for (std::size_t l = 0; l < layer_device.size(); ++l) {
+    if (!out.device.empty() && out.device.back() == layer_device[l]) {
+      out.ends.back() = static_cast<int>(l) + 1;
+    } else {
+      out.ends.push_back(static_cast<int>(l) + 1);
+      out.device.push_back(layer_device[l]);
+    }
+  }
+  return out;
+}
+
 std::vector<double> device_work(std::span<const double> layer_work, std::span<const int> ends,
                                 std::span<const int> stage_device, int devices) {
   std::vector<double> work(static_cast<std::size_t>(devices), 0.0);

@@ -97,6 +97,9 @@ struct Layout {
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
+/// The layout of a layer → device map: runs of consecutive layers on one device become one stage.
+[[nodiscard]] Layout layout_of_layer_map(std::span<const int> layer_device);
+
 /// Improves the placement for per-device balance: repeatedly tries swapping the device of a stage
 /// held by the busiest device (or one over the static cap) with another stage's, or moving it to
 /// another device, re-balancing the partition (balance_per_device) for every trial map, and keeps

@@ -117,17 +117,8 @@ Layout packed_layout(std::span<const double> layer_work, int devices) {
     int& lab = label[static_cast<std::size_t>(at[static_cast<std::size_t>(l)])];
     if (lab < 0) lab = next++;
   }
-  Layout out;
-  for (int l = 0; l < n; ++l) {
-    const int d = label[static_cast<std::size_t>(at[static_cast<std::size_t>(l)])];
-    if (!out.device.empty() && out.device.back() == d) {
-      out.ends.back() = l + 1;
-    } else {
-      out.ends.push_back(l + 1);
-      out.device.push_back(d);
-    }
-  }
-  return out;
+  for (int& d : at) d = label[static_cast<std::size_t>(d)];
+  return layout_of_layer_map(at);
 }
 
 }  // namespace octo
