@@ -9,6 +9,7 @@
 #include "sched/schedule.hpp"
 #include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
+#include "tune/head_run.hpp"
 #include "tune/layout.hpp"
 #include "tune/map_search.hpp"
 #include "tune/packed_layout.hpp"
@@ -20,6 +21,9 @@ namespace {
 /// kMapSearchWorkLimit): 1.5 G, about 2.5 s. Nemotron-H-56B at TP 8 PP 16 spends 0.45 G; a model of
 /// 400 layers on 32 devices spent 198 G (six minutes, past any budget and the wall-clock cap).
 constexpr std::int64_t kSeedMapWorkLimit = 1'500'000'000;
+
+/// Head-run layouts (tune/head_run.hpp) seeded, those of lowest structure bound.
+constexpr std::size_t kHeadRunSeeds = 1;
 
 /// Seed candidates evaluated even past the wall-clock cap or after an interrupt (run_seeds).
 constexpr std::size_t kSeedsAlwaysEvaluated = 16;
@@ -201,6 +205,21 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       double evenest = std::numeric_limits<double>::infinity();
       for (const Structure& st : out) evenest = std::min(evenest, busiest(st.ends, st.device));
       if (busiest(packed.ends, packed.device) < 0.99 * evenest) add(packed.ends, packed.device);
+      // Around a heavy last layer, the head's device with one run of layers (tune/head_run.hpp):
+      // of the 2·p starts only the layout of lowest structure bound (more cost budget: two made
+      // heavy head PP 4 m8 and w=0 hybrid PP 8 m16 slower).
+      if (heavy_last_layer(work, p)) {
+        std::vector<Entry> runs;
+        for (Layout& l : head_run_layouts(work, p)) {
+          Entry e{{std::move(l.ends), std::move(l.device), {}, 0}};
+          e.st.recompute.assign(e.st.device.size(), 0);
+          score(e);
+          runs.push_back(std::move(e));
+        }
+        std::stable_sort(runs.begin(), runs.end(), by_score);
+        for (std::size_t i = 0; i < runs.size() && i < kHeadRunSeeds; ++i)
+          add(runs[i].st.ends, runs[i].st.device);
+      }
       if (per_layer) {  // S % p != 0: nothing to descend, every entry kept
         push_with_descended(std::move(entries));
         continue;

@@ -2,7 +2,8 @@
 /// The search's starting points (DESIGN.md "Tuner" (1) and (2)): partitions and placements for
 /// S = k·p stages (k = 1, 2, 3, 4, 6, 8: sequential, interleaved and wave maps with per-device
 /// balanced partitions — plain, warm-up aware, under static memory caps, re-placed for balance —
-/// and warm-up ramps), for one stage per layer (cyclic and greedily balanced maps) and, for every
+/// and warm-up ramps), for one stage per layer (cyclic and greedily balanced maps, and around a
+/// heavy last layer the head run of lowest structure bound, tune/head_run.hpp) and, for every
 /// multiple of p up to 12·p, the maps of lowest map bound (descend_map from the sequential, wave and
 /// interleaved maps, tune/map_search.hpp) whose structure bound is below that of every fixed shape
 /// of as many or fewer stages (their seeds start the local search after the others'),
