@@ -322,6 +322,15 @@ PY
   [[ $? -eq 4 ]] || fail "an output that cannot be written: exit code is not 4"
   expect_fail "bench-bound --json into a missing folder" "does not exist" \
     scripts/bench-bound --octoplan "$octoplan" --bounds-only --json "$work/none/run.json"
+  # The four scripts that run octoplan find it one way (scripts/octoplan_binary.py): a --octoplan
+  # that is not an executable file is named, not run into a traceback.
+  for script in bench-bound bench-tuner bench-parallel make-cost-profile; do
+    args=(--octoplan "$work/keep.yaml")
+    [[ $script == make-cost-profile ]] && args+=(profiles/models/tiny-hybrid.yaml -o "$work/x.yaml")
+    [[ $script == bench-bound ]] && args+=(--bounds-only)
+    expect_fail "$script with a --octoplan that is no program" "$script: --octoplan .*keep.yaml: not an executable file" \
+      scripts/$script "${args[@]}"
+  done
   ls -A "$work" | grep -q "tmp" && fail "a temporary file was left: $(ls -A "$work")"
   ;;
 *) fail "unknown case $case_name" ;;
