@@ -22,9 +22,6 @@ namespace {
 /// 400 layers on 32 devices spent 198 G (six minutes, past any budget and the wall-clock cap).
 constexpr std::int64_t kSeedMapWorkLimit = 1'500'000'000;
 
-/// Head-run layouts (tune/head_run.hpp) seeded, those of lowest structure bound.
-constexpr std::size_t kHeadRunSeeds = 1;
-
 /// Seed candidates evaluated even past the wall-clock cap or after an interrupt (run_seeds).
 constexpr std::size_t kSeedsAlwaysEvaluated = 16;
 
@@ -181,12 +178,19 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       push_with_descended({});
       continue;
     }
-    auto add = [&](std::vector<int> ends, const std::vector<int>& map) {
-      for (const Entry& e : entries)
-        if (same_layout(e, ends, map)) return;
-      Entry e{{std::move(ends), map, std::vector<std::uint8_t>(map.size(), 0), 0}};
+    // A layout (no recompute) with its score; entries of a layout already kept are not scored again.
+    auto entry_of = [&](std::vector<int> ends, std::vector<int> map) {
+      Entry e{{std::move(ends), std::move(map), {}, 0}};
+      e.st.recompute.assign(e.st.device.size(), 0);
       score(e);
-      entries.push_back(std::move(e));
+      return e;
+    };
+    auto known = [&](const std::vector<int>& ends, const std::vector<int>& map) {
+      return std::any_of(entries.begin(), entries.end(),
+                         [&](const Entry& e) { return same_layout(e, ends, map); });
+    };
+    auto add = [&](std::vector<int> ends, const std::vector<int>& map) {
+      if (!known(ends, map)) entries.push_back(entry_of(std::move(ends), map));
     };
     if (S == layers) {
       std::vector<int> ends(static_cast<std::size_t>(S));
@@ -210,15 +214,11 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       // heavy head PP 4 m8 and w=0 hybrid PP 8 m16 slower).
       if (heavy_last_layer(work, p)) {
         std::vector<Entry> runs;
-        for (Layout& l : head_run_layouts(work, p)) {
-          Entry e{{std::move(l.ends), std::move(l.device), {}, 0}};
-          e.st.recompute.assign(e.st.device.size(), 0);
-          score(e);
-          runs.push_back(std::move(e));
-        }
-        std::stable_sort(runs.begin(), runs.end(), by_score);
-        for (std::size_t i = 0; i < runs.size() && i < kHeadRunSeeds; ++i)
-          add(runs[i].st.ends, runs[i].st.device);
+        for (Layout& l : head_run_layouts(work, p))
+          runs.push_back(entry_of(std::move(l.ends), std::move(l.device)));
+        const auto lowest = std::min_element(runs.begin(), runs.end(), by_score);
+        if (lowest != runs.end() && !known(lowest->st.ends, lowest->st.device))
+          entries.push_back(std::move(*lowest));
       }
       if (per_layer) {  // S % p != 0: nothing to descend, every entry kept
         push_with_descended(std::move(entries));
