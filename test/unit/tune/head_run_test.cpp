@@ -13,6 +13,7 @@
 #include "cost/inputs.hpp"
 #include "support/temp_dir.hpp"
 #include "tune/tuner.hpp"
+#include "tune_testing.hpp"
 
 namespace octo {
 namespace {
@@ -81,10 +82,7 @@ TEST_CASE("a heavy LM head with w = 0: the tuned plan is within 3 % of the bound
   // it the search ends at 394 ms here (399 at the default budget: 12.7 %).
   const test::TempDir dir;
   InputOptions o;
-  o.model_path = dir.write("model.yaml",
-                           "name: heavy-head-blocks\nvocab: 1024\nhidden: 256\nseq_len: 256\npattern: \"-\"\n"
-                           "repeat: 52\nmlp: {ffn: 1024, activation: swiglu}\n"
-                           "training: {micro_batch: 1, microbatches: 16, dtype: bf16, recompute: none}\n");
+  o.model_path = dir.write("model.yaml", tunetest::blocks_model_yaml("heavy-head-blocks", 52));
   std::ostringstream costs;
   costs << "source: estimated\nmodel: heavy-head-blocks\ndevice: synthetic\n"
            "shape: {micro_batch: 1, seq: 256, tp: 1}\np2p: {bandwidth_gbs: 1.0e+30, latency_us: 0}\n"

@@ -20,4 +20,14 @@ inline PlannerInputs tiny_hybrid(int pp, int m, int dp = 0, int ep = 0, int zero
   return load_inputs(o);
 }
 
+/// A model named `name` of `blocks` MLP blocks (hidden 256, seq 256), with the embedding and the LM
+/// head around them, as YAML: a costs file written beside it gives each layer the times a test
+/// wants (`model: name`, micro-batch 1, seq 256, TP 1, output_bytes 131072 but the head's 0).
+inline std::string blocks_model_yaml(const std::string& name, int blocks) {
+  return "name: " + name +
+         "\nvocab: 1024\nhidden: 256\nseq_len: 256\npattern: \"-\"\nrepeat: " + std::to_string(blocks) +
+         "\nmlp: {ffn: 1024, activation: swiglu}\n"
+         "training: {micro_batch: 1, microbatches: 8, dtype: bf16, recompute: none}\n";
+}
+
 }  // namespace octo::tunetest

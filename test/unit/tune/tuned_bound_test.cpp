@@ -13,6 +13,7 @@
 #include "cost/inputs.hpp"
 #include "support/temp_dir.hpp"
 #include "tune/tuner.hpp"
+#include "tune_testing.hpp"
 
 namespace octo {
 namespace {
@@ -20,11 +21,6 @@ namespace {
 /// A model of `blocks` MLP blocks (plus the embedding and the LM head) and a costs file for it with
 /// random per-layer times; returns the planner inputs for `pp` devices and `m` micro-batches.
 PlannerInputs random_inputs(std::mt19937& rng, const test::TempDir& dir, int blocks, int pp, int dp, int m) {
-  std::ostringstream model;
-  model << "name: random\nvocab: 1024\nhidden: 256\nseq_len: 256\npattern: \"-\"\nrepeat: " << blocks
-        << "\nmlp: {ffn: 1024, activation: swiglu}\n"
-           "training: {micro_batch: 1, microbatches: 8, dtype: bf16, recompute: none}\n";
-
   std::uniform_real_distribution<double> t(0.1, 3.0), heavy(2.0, 10.0), unit(0.0, 1.0);
   const bool no_w = unit(rng) < 0.4, uniform = unit(rng) < 0.3, heavy_head = unit(rng) < 0.5;
   const bool heavy_embedding = unit(rng) < 0.4;
@@ -61,7 +57,7 @@ PlannerInputs random_inputs(std::mt19937& rng, const test::TempDir& dir, int blo
   }
 
   InputOptions o;
-  o.model_path = dir.write("model.yaml", model.str());
+  o.model_path = dir.write("model.yaml", tunetest::blocks_model_yaml("random", blocks));
   o.costs_path = dir.write("costs.yaml", costs.str());
   o.tp = 1;
   o.pp = pp;
