@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "core/error.hpp"
 #include "plan/deadlock.hpp"
 #include "plan/embed.hpp"
@@ -73,7 +75,8 @@ Resolved resolve(const PlannerInputs& in, const BaselineOptions& o) {
 std::vector<Stage> partition(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
                              bool recompute) {
   const int layers = static_cast<int>(in.model.layers.size());
-  const int stages = r.p * r.v;
+  // 64-bit: --chunks is any int, and p x v past INT_MAX must be refused, not wrap to a small count.
+  const std::int64_t stages = std::int64_t{r.p} * r.v;
   if (static_cast<int>(in.costs.layers.size()) != layers)
     fail("{}: the costs have {} layers but model {} has {} (expected one cost entry per layer)",
          method_name(o), in.costs.layers.size(), in.model.name, layers);
@@ -84,14 +87,15 @@ std::vector<Stage> partition(const PlannerInputs& in, const BaselineOptions& o, 
           o, fmt::format("the uniform partition needs at least one block per stage, but {} has {} blocks for "
                          "{} stages ({} devices x {} chunks)",
                          in.model.name, layers - 2, stages, r.p, r.v));
-    out = uniform_partition(layers, stages, r.schedule->placement(), r.p);
+    out = uniform_partition(layers, static_cast<int>(stages), r.schedule->placement(), r.p);
   } else {
     if (layers < stages)
       cannot_run(o, fmt::format(
                         "{} has {} layers for {} stages ({} devices x {} chunks; expected at least one layer "
                         "per stage)",
                         in.model.name, layers, stages, r.p, r.v));
-    out = balanced_partition(layer_work_ms(in.costs, recompute), stages, r.schedule->placement(), r.p);
+    out = balanced_partition(layer_work_ms(in.costs, recompute), static_cast<int>(stages),
+                             r.schedule->placement(), r.p);
   }
   for (Stage& s : out) s.recompute = recompute;
   return out;

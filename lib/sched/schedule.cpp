@@ -55,9 +55,9 @@ std::string check_placement_shape(const ScheduleConfig& config, Placement placem
   if (placement == Placement::VShape && config.chunks != 2)
     return fmt::format("it runs exactly two stages per device in a V (got {} chunks per device)",
                        config.chunks);
-  if (stages != config.chunks * p)
+  if (stages != std::int64_t{config.chunks} * p)
     return fmt::format("{} stages for {} devices x {} chunks (expected {})", stages, p, config.chunks,
-                       config.chunks * p);
+                       std::int64_t{config.chunks} * p);
   // stage_device must be the canonical placement with the devices renamed: canonical device c of
   // the placement is real device rename[c] for every stage.
   std::vector<int> rename(static_cast<std::size_t>(p), -1);

@@ -188,6 +188,13 @@ TEST_CASE("baselines refuse what they cannot build, saying why") {
   one.chunks = 2;
   CHECK_THROWS_MATCHES(build_baseline(in, one), UnsupportedConfig,
                        MessageContains("1f1b runs one stage per device (got --chunks 2"));
+  // --chunks x PP past INT_MAX: refused with the true count, not wrapped to a small one (4 x
+  // 1073741825 wrapped to 4 stages and a plan was written).
+  BaselineOptions huge = method("interleaved");
+  huge.chunks = 1073741825;
+  CHECK_THROWS_MATCHES(build_baseline(in, huge), UnsupportedConfig, MessageContains("for 4294967300 stages"));
+  huge.partition = PartitionKind::Balanced;
+  CHECK_THROWS_MATCHES(build_baseline(in, huge), UnsupportedConfig, MessageContains("for 4294967300 stages"));
   BaselineOptions inter = method("interleaved");
   inter.microbatches = 6;
   CHECK_THROWS_MATCHES(build_baseline(in, inter), UnsupportedConfig,
