@@ -282,20 +282,40 @@ void check_output_paths(std::initializer_list<OutputPath> outputs, const std::ve
 
 namespace {
 
-/// Writes `contents` to a new temporary file beside `target` (synced, mode 0644) and returns its
-/// path; `shown` is the path as the user gave it, for messages.
+/// The process's file-creation mask (read once; umask(2) can only be read by setting it, so it is set
+/// back at once, before any output is written).
+mode_t process_umask() {
+  static const mode_t mask = [] {
+    const mode_t m = ::umask(022);
+    ::umask(m);
+    return m;
+  }();
+  return mask;
+}
+
+/// The mode a replaced file keeps (its permission bits), or what creat(2) would give a new one
+/// (0666 less the umask), as an editor or a shell redirection leaves it.
+mode_t output_mode(const std::string& target) {
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
+  return 0666 & ~process_umask();
+}
+
+/// Writes `contents` to a new temporary file beside `target` (synced, with output_mode(target):
+/// mkstemp makes it 0600) and returns its path; `shown` is the path as the user gave it, for messages.
 std::string write_temporary(const std::string& target, const std::string& shown, std::string_view contents) {
   std::string tmp = temporary_template(target);
+  const mode_t mode = output_mode(target);
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) fail_output("{}: cannot create a temporary file: {}", shown, std::strerror(errno));
-  int err = write_all(fd, contents);
+  int err = ::fchmod(fd, mode) == 0 ? 0 : errno;
+  if (err == 0) err = write_all(fd, contents);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());
     fail_output("{}: write failed: {}", shown, std::strerror(err));
   }
-  ::chmod(tmp.c_str(), 0644);
   return tmp;
 }
 

@@ -51,6 +51,35 @@ TEST_CASE("a regular output is replaced whole, through symbolic links", "[fs]") 
   CHECK(entries(dir.path) == 2);  // no temporary file left
 }
 
+TEST_CASE("a replaced output keeps its permissions, a new one gets 0666 less the umask", "[fs]") {
+  // They were 0644 whatever the file had been or the umask said: a private 0600 plan became
+  // readable by everyone.
+  const TempDir dir;
+  const std::string priv = dir / "private.json";
+  write_file_atomic(priv, "{}");
+  for (const mode_t mode : {0600, 0640, 0444}) {
+    REQUIRE(::chmod(priv.c_str(), mode) == 0);
+    write_file_atomic(priv, "[1]");
+    struct stat st {};
+    REQUIRE(::stat(priv.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == mode);
+    CHECK(slurp(priv) == "[1]");
+  }
+  // Several outputs of one command, too.
+  REQUIRE(::chmod(priv.c_str(), 0600) == 0);
+  write_files_atomic({{priv, "[2]"}, {dir / "other.json", "[3]"}});
+  struct stat st {};
+  REQUIRE(::stat(priv.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  // A new file: as creat(2) makes it under the process's umask (read without changing it for long).
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  const std::string fresh = dir / "new.json";
+  write_file_atomic(fresh, "{}");
+  REQUIRE(::stat(fresh.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == (0666 & ~mask));
+}
+
 TEST_CASE("outputs that cannot be written are refused untouched", "[fs]") {
   TempDir dir;
   fs::create_directory(dir / "folder");
