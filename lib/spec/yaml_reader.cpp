@@ -1,12 +1,15 @@
 #include "spec/yaml_reader.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "core/fs.hpp"
 
@@ -23,14 +26,69 @@ void fail_at(const std::string& source, const YAML::Node& node, const std::strin
   throw InputError(location(source, mark), field, problem, expected);
 }
 
+namespace {
+
+/// Where the first content of a YAML document is: a scalar, a sequence, a mapping or an alias
+/// (an empty document has none).
+class FirstContent : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> mark;
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { note(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override {
+    note(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    note(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    note(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void note(const YAML::Mark& m) {
+    if (!mark) mark = m;
+  }
+};
+
+/// YAML::Load reads the first document and ignores whatever follows a `---`, even a syntax error (a
+/// second model or cluster pasted below the first was silently dropped): this refuses a second
+/// document that holds anything. It asks the parser for two documents only — YAML::LoadAll, which
+/// asks until one is empty, never ends on some malformed input (a comment line broken so that the
+/// next line starts with a comma).
+void refuse_second_document(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  FirstContent first, second;
+  try {
+    if (!parser.HandleNextDocument(first) || !parser.HandleNextDocument(second)) return;
+  } catch (const YAML::Exception& e) {
+    throw InputError(location(source, e.mark), "", "YAML syntax error: " + e.msg, "valid YAML");
+  }
+  if (second.mark)
+    throw InputError(location(source, *second.mark), "", "a YAML document after the first (document 2)",
+                     "one document per file (remove the `---` and what follows it, or split the file)");
+}
+
+}  // namespace
+
 YAML::Node parse_document(std::string_view text, const std::string& source, std::string_view what) {
   YAML::Node root;
+  const std::string copy(text);
   try {
-    root = YAML::Load(std::string(text));
+    root = YAML::Load(copy);
   } catch (const YAML::Exception& e) {
     // yaml-cpp's msg is the bare problem ("illegal map value", ...); its what() repeats the mark.
     throw InputError(location(source, e.mark), "", "YAML syntax error: " + e.msg, "valid YAML");
   }
+  refuse_second_document(copy, source);
   if (!root.IsDefined() || root.IsNull())
     throw InputError(SourceLocation{source, 1, 1}, "", "empty document", std::string(what));
   if (!root.IsMap()) fail_at(source, root, "", "the document is not a mapping", std::string(what));

@@ -2,6 +2,9 @@
 // "file:line:col: field: problem (expected …)". Expected positions are counted by hand in the
 // YAML texts below (1-based line and column).
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
@@ -87,6 +90,17 @@ TEST_CASE("model: an empty document or a non-mapping is rejected") {
   std::string path;
   CHECK(model_error("", &path).find(":1:1: empty document") != std::string::npos);
   CHECK(model_error("- a\n- b\n", &path).find(":1:1: the document is not a mapping") != std::string::npos);
+}
+
+TEST_CASE("model: a second YAML document is an error at its line, not ignored") {
+  // YAML::Load read the first document only: a syntax error or a second model after `---` passed.
+  const int lines = static_cast<int>(std::count(kModel.begin(), kModel.end(), '\n'));
+  const std::string second = fmt::format(":{}:1: a YAML document after the first (document 2)", lines + 2);
+  CHECK(model_error(kModel + "---\nvocab: 999999\n").find(second) != std::string::npos);
+  CHECK(model_error(kModel + "---\ngarbage: [unclosed\n").find("YAML syntax error") != std::string::npos);
+  // A leading `---`, or a trailing one with nothing after it, is one document.
+  CHECK(model_error("---\n" + kModel).empty());
+  CHECK(model_error(kModel + "---\n").empty());
 }
 
 TEST_CASE("model: missing required fields") {
@@ -368,4 +382,12 @@ TEST_CASE("cluster: malformed inputs") {
   } catch (const octo::InputError& e) {
     CHECK(std::string(e.what()) == "/nonexistent/c.yaml: file not found (expected a cluster YAML file)");
   }
+}
+
+TEST_CASE("cluster: a second YAML document is an error at its line") {
+  check_cluster_error(
+      kCluster + "---\nname: other\n",
+      fmt::format("{}:1: a YAML document after the first (document 2) (expected one document per "
+                  "file (remove the `---` and what follows it, or split the file))",
+                  std::count(kCluster.begin(), kCluster.end(), '\n') + 2));
 }
