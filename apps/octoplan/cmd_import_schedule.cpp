@@ -37,6 +37,7 @@ struct ImportScheduleArgs {
   std::string method;
   std::string output;
   std::string report;
+  bool allow_oversubscribed = false;
   octo::InputOptions inputs;
 };
 
@@ -124,6 +125,18 @@ int run(ImportScheduleArgs a) {
   octo::SimOptions so;
   so.record_timeline = false;
   const octo::SimResult r = octo::simulate(plan, octo::make_sim_input(plan), so);
+  // As `baseline` and `plan`: a plan over the memory limit is written only when the user accepts it
+  // (and is marked so, which check and octorun then accept); before, it was written unmarked and
+  // check refused it.
+  if (!r.fits_memory) {
+    if (!a.allow_oversubscribed) {
+      std::string message = fmt::format("{}: the imported plan does not fit the device memory:", a.csv);
+      for (const std::string& p : octo::memory_problems(r)) message += "\n  " + p;
+      message += "\n(pass --allow-oversubscribed-memory to write it anyway)";
+      throw octo::Error(message, octo::ErrorKind::DoesNotFit);
+    }
+    plan.allow_oversubscribed_memory = true;
+  }
   plan.predicted = octo::predict(r, plan);
   octo::add_lower_bounds(*plan.predicted, octo::plan_bounds(plan));
 
@@ -184,6 +197,10 @@ Runner setup(CLI::App& app) {
   cmd->add_option("-o,--output", args.output, "Plan file to write")
       ->required()
       ->check(octo::cli::output_file());
+  cmd->add_flag(
+      "--allow-oversubscribed-memory", args.allow_oversubscribed,
+      "Write the plan even when it does not fit the device memory (marked so in the plan, which check "
+      "and octorun then accept); without it such a plan is refused, naming the devices over the limit");
   add_report_option(cmd, args.report);
   return [] { return run(args); };
 }

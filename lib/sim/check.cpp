@@ -155,6 +155,13 @@ std::string memory_problem(int device, const DeviceMetrics& m) {
       size(m.peak_activation_bytes), m.peak_live_microbatches);
 }
 
+std::vector<std::string> memory_problems(const SimResult& sim) {
+  std::vector<std::string> out;
+  for (std::size_t d = 0; d < sim.devices.size(); ++d)
+    if (over_limit(sim.devices[d])) out.push_back(memory_problem(static_cast<int>(d), sim.devices[d]));
+  return out;
+}
+
 CheckResult check_plan(const Plan& plan, const std::string& source, const CheckOptions& options) {
   CheckResult out;
   // 1. Inputs.

@@ -96,4 +96,7 @@ struct CheckedPlan {
 /// 2.1 GiB; at most 29 (stage, micro-batch) activation sets alive at once)" (core's human_bytes).
 [[nodiscard]] std::string memory_problem(int device, const DeviceMetrics& m);
 
+/// memory_problem of every device whose peak exceeds its limit, in device order (empty: it fits).
+[[nodiscard]] std::vector<std::string> memory_problems(const SimResult& sim);
+
 }  // namespace octo

@@ -121,6 +121,18 @@ export-import)
   expect_fail "stage-layers sum" "--stage-layers: the stages hold 7 layers, but the model has 10" \
     "$octoplan" import-schedule "$work/1f1b.csv" --model $model --cluster $cluster --stage-layers 5,2 -o "$work/sl.json"
   same_plan "$work/1f1b.json" "$work/inline.json"
+  # A schedule over the memory limit: refused (exit 5) naming the device, or written marked as
+  # accepted, which check then passes (it was written unmarked, exit 0, and check refused it).
+  sed 's/memory_gib: [0-9.]*/memory_gib: 0.001/' $cluster >"$work/tiny-mem.yaml"
+  expect_fail "oversubscribed import" "does not fit the device memory:.*|device 0: peak memory" \
+    "$octoplan" import-schedule "$work/1f1b.csv" --model $model --cluster "$work/tiny-mem.yaml" --stage-layers 5,5 \
+    -o "$work/over.json"
+  "$octoplan" import-schedule "$work/1f1b.csv" --model $model --cluster "$work/tiny-mem.yaml" --stage-layers 5,5 \
+    -o "$work/over.json" >/dev/null 2>&1; [[ $? -eq 5 ]] || fail "oversubscribed import: exit code is not 5"
+  [[ ! -e "$work/over.json" ]] || fail "a plan over the memory limit was written"
+  run "$octoplan" import-schedule "$work/1f1b.csv" --model $model --cluster "$work/tiny-mem.yaml" --stage-layers 5,5 \
+    --allow-oversubscribed-memory -o "$work/over.json"
+  run "$octoplan" check "$work/over.json"
   # Megatron: the interleaved plan is round robin; ZB-V's V is not.
   run "$octoplan" export "$work/il.json" --format megatron-layout -o "$work/il.megatron.txt"
   grep -q -- '--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout "E' "$work/il.megatron.txt" ||
