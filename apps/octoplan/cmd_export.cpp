@@ -43,6 +43,19 @@ std::string stages_path(const ExportArgs& a) {
   return a.stages_output.empty() ? stages_path_for(a.output) : a.stages_output;
 }
 
+/// The stage file's default place is beside the CSV; a CSV written to a device, a FIFO or a
+/// descriptor has no "beside" (-o /dev/null wrote /dev/null.stages.json, a regular file in /dev).
+void require_stage_file_place(const ExportArgs& a) {
+  if (a.format != "torch-csv" || a.output.empty() || !a.stages_output.empty()) return;
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(a.output, ec);  // through links
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw octo::UsageError(
+        fmt::format("export: -o {} is not a regular file, so the stage file has no place beside it: give it "
+                    "with --stages-out FILE",
+                    a.output));
+}
+
 int export_torch(const ExportArgs& a, const octo::Plan& plan) {
   if (a.output.empty())
     throw octo::Error("export --format torch-csv: give the CSV to write with -o FILE.csv");
@@ -99,6 +112,7 @@ int export_megatron(const ExportArgs& a, const octo::Plan& plan) {
 }
 
 int run(const ExportArgs& a) {
+  require_stage_file_place(a);
   octo::check_output_paths({{"-o", a.output}, {"--stages-out", stages_path(a)}, {"--report", a.report}},
                            {a.plan});
   if (a.format != "torch-csv" && (a.comms || a.strip_recompute || !a.stages_output.empty()))

@@ -152,6 +152,12 @@ export-import)
   [[ ! -e "$work/long.json" ]] || fail "a plan check refuses was written"
   [[ $(cat "$work/keep.json") == "keep me" ]] || fail "existing plan modified on error"
   expect_fail "torch-csv needs -o" "-o FILE.csv" "$octoplan" export "$work/1f1b.json" --format torch-csv
+  # A CSV to a device has no place beside it for the stage file (it was /dev/null.stages.json).
+  expect_fail "torch-csv to a device" "-o /dev/null is not a regular file.*--stages-out" \
+    "$octoplan" export "$work/1f1b.json" --format torch-csv -o /dev/null
+  [[ ! -e /dev/null.stages.json ]] || fail "a stage file was written into /dev"
+  run "$octoplan" export "$work/1f1b.json" --format torch-csv -o /dev/null --stages-out "$work/null.stages.json"
+  [[ -s "$work/null.stages.json" ]] || fail "--stages-out beside a CSV to /dev/null: no stage file"
   # Recompute: refused with the reason, or stripped on request.
   sed 's/recompute: none/recompute: full/' $model >"$work/rc.yaml"
   run "$octoplan" baseline "$work/rc.yaml" --cluster $cluster --schedule 1f1b --pp 2 --microbatches 4 -o "$work/rc.json"
