@@ -263,6 +263,32 @@ void check_save_dir(const std::string& dir, std::initializer_list<OutputPath> ou
   ::rmdir(probe.c_str());
 }
 
+namespace {
+
+/// What a save may replace at a step's place: nothing, or a checkpoint folder (one with a manifest).
+bool replaceable(const fs::path& place) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(place, ec);
+  if (!fs::exists(st)) return true;
+  return fs::is_directory(st) && fs::exists(place / kManifest, ec);
+}
+
+}  // namespace
+
+void check_save_steps(const std::string& dir, std::int64_t steps, std::int64_t save_every) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::int64_t s = step_of(entry.path().filename().string());
+    if (s < 0 || s > steps || (s != steps && (save_every <= 0 || s % save_every != 0))) continue;
+    if (!replaceable(entry.path()))
+      fail_output(
+          "--save {}: {} exists and is not a checkpoint folder, and this run saves step {} there (expected "
+          "it "
+          "moved away, or another --save folder)",
+          dir, entry.path().string(), s);
+  }
+}
+
 // ---- save -----------------------------------------------------------------------------------
 
 namespace {
@@ -299,6 +325,9 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
     try {
       fs::create_directories(root);
       if (!fs::is_directory(root)) fail("{} is not a folder", dir);
+      // Before any layer is written (check_save_steps refuses it up front; this is the last word).
+      if (!replaceable(final))
+        fail("{} exists and is not a checkpoint folder: not replacing it", final.string());
       fs::remove_all(tmp);  // left by a save that crashed
       fs::create_directory(tmp);
     } catch (const std::exception& e) {
@@ -344,7 +373,13 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
   } catch (const std::exception& e) {
     error = fmt::format("{}: [rank {}] {}", what, world.rank(), e.what());
   }
-  agree_or_throw(world, error, what);
+  try {
+    agree_or_throw(world, error, what);
+  } catch (...) {
+    std::error_code ec;
+    if (world.rank() == 0) fs::remove_all(tmp, ec);  // the files some ranks wrote
+    throw;
+  }
   world.all_reduce(table, ReduceOp::Sum);
 
   if (world.rank() == 0) {
@@ -376,7 +411,7 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
       std::error_code ec;
       if (fs::exists(fs::symlink_status(final))) {
         // The same step saved again (a run resumed before it): replace it, never something else.
-        if (!fs::is_directory(fs::symlink_status(final)) || !fs::exists(final / kManifest, ec))
+        if (!replaceable(final))
           fail("{} exists and is not a checkpoint folder: not replacing it", final.string());
         const fs::path old = root / (kOldPrefix + name);
         fs::remove_all(old);
@@ -425,6 +460,8 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
       }
     } catch (const std::exception& e) {
       error = fmt::format("{}: {}", what, e.what());
+      std::error_code ec;
+      fs::remove_all(tmp, ec);  // a save that failed leaves no temporary folder (gone once renamed)
     }
   }
   agree_or_throw(world, error, what);

@@ -64,6 +64,11 @@ struct CheckpointManifest {
 /// octo::Error naming the option.
 void check_save_dir(const std::string& dir, std::initializer_list<OutputPath> outputs = {});
 
+/// Refuses, before any work, a --save folder where a step this run saves (every `save_every`-th up
+/// to `steps`, and `steps` itself) is taken by something that is not a checkpoint folder: the save
+/// never replaces it, and found it only after the training. Throws octo::Error naming the entry.
+void check_save_steps(const std::string& dir, std::int64_t steps, std::int64_t save_every);
+
 /// What a test asks of a save: `kill_after_files`: this rank kills itself with SIGKILL once its
 /// layer files are written (a crash in the middle of a save).
 struct SaveFault {

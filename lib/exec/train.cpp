@@ -224,7 +224,10 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   const std::initializer_list<OutputPath> outputs = {
       {"--report", o.report_path}, {"--trace", o.trace_path}, {"--metrics", o.loop.metrics_path}};
   check_output_paths(outputs, inputs);
-  if (!o.loop.save_dir.empty()) check_save_dir(o.loop.save_dir, outputs);
+  if (!o.loop.save_dir.empty()) {
+    check_save_dir(o.loop.save_dir, outputs);
+    check_save_steps(o.loop.save_dir, o.steps, o.loop.save_every);
+  }
   if (o.check && !o.loop.load_path.empty())
     fail("--check compares a fresh model with the sequential reference: it cannot start from --load {}",
          o.loop.load_path);

@@ -504,4 +504,33 @@ TEST_CASE("checkpoint: a --save folder that the saves could not use is refused b
   CHECK_NOTHROW(check_save_dir(ckpt2, {{"--metrics", ckpt2 + "/metrics.jsonl"},
                                        {"--trace", (dir.path / "fresh/t.json").string()},
                                        {"--report", ""}}));
+  // A step this run saves, taken by what is not a checkpoint folder: refused up front (it was found
+  // after the training, by the save, which then aborted the run). Steps it does not save may hold
+  // anything; a checkpoint folder of a step it saves is replaced.
+  const std::string ckpt3 = (dir.path / "ckpt3").string();
+  fs::create_directories(ckpt3 + "/step-00000004");  // no manifest
+  write_file_atomic(ckpt3 + "/step-00000006", "x");
+  CHECK_THROWS_WITH(
+      check_save_steps(ckpt3, 8, 2),
+      Catch::Contains("step-00000004 exists and is not a checkpoint folder, and this run saves step 4"));
+  CHECK_THROWS_AS(check_save_steps(ckpt3, 6, 0), OutputError);  // the last step
+  CHECK_NOTHROW(check_save_steps(ckpt3, 8, 0));                 // saves step 8 only
+  CHECK_THROWS_WITH(check_save_steps(ckpt3, 9, 3), Catch::Contains("saves step 6"));
+  CHECK_NOTHROW(check_save_steps(ckpt3, 9, 5));  // steps 5 and 9
+}
+
+TEST_CASE("checkpoint: a save that cannot replace its step's place fails before writing, leaving nothing",
+          "[exec][checkpoint]") {
+  // Past check_save_steps (e.g. the place taken during the run): the save refuses before any layer
+  // file is written, and no temporary folder is left (5 MB of one was, per failed save).
+  const ExecPlan plan = plan_of(baseline("1f1b", 2), "1f1b");
+  TempDir dir("ckpt-blocked");
+  write_file_atomic((dir.path / "step-00000002").string(), "not a checkpoint");
+  LoopOptions o;
+  o.save_dir = dir.str();
+  const Run r = train(plan, o, 2);
+  CHECK_THAT(r.error,
+             Catch::Contains("step-00000002 exists and is not a checkpoint folder: not replacing it"));
+  CHECK_FALSE(fs::exists(dir.path / ".tmp-step-00000002"));
+  CHECK(read_file((dir.path / "step-00000002").string()) == "not a checkpoint");
 }
