@@ -72,7 +72,7 @@ int run(const CheckArgs& a) {
   std::optional<octo::Prediction> predicted;
   if (r.sim) {
     predicted = octo::predict(*r.sim, plan);
-    octo::add_lower_bounds(*predicted, octo::plan_bounds(plan, a.memory_limit_gib));
+    octo::add_lower_bounds(*predicted, r.bounds ? *r.bounds : octo::plan_bounds(plan, a.memory_limit_gib));
     fmt::print("  predicted iteration time {:.3f} ms, bubble {:.2f} %\n", r.sim->makespan_ms,
                100.0 * r.sim->bubble_ratio);
     fmt::print("  {}\n", octo::describe_lower_bounds(*predicted));

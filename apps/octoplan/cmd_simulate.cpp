@@ -42,8 +42,10 @@ int run(const SimulateArgs& a) {
   options.record_timeline = true;
   const octo::SimResult r = octo::simulate(plan, *checked.check.input, options);
   octo::Prediction predicted = octo::predict(r, plan);
-  octo::add_lower_bounds(predicted, octo::plan_bounds(plan, *checked.check.input,
-                                                      octo::any_plan_input(plan, a.memory_limit_gib)));
+  octo::add_lower_bounds(predicted, checked.check.bounds
+                                        ? *checked.check.bounds
+                                        : octo::plan_bounds(plan, *checked.check.input,
+                                                            octo::any_plan_input(plan, a.memory_limit_gib)));
   // Build the trace before printing so that a failure leaves no partial output behind.
   std::string trace_text;
   if (!a.trace.empty()) trace_text = octo::trace_json(octo::sim_timeline(plan, r)).dump() + "\n";

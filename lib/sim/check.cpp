@@ -11,6 +11,7 @@
 #include "plan/deadlock.hpp"
 #include "plan/lower.hpp"
 #include "plan/plan_io.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/predict.hpp"
 #include "spec/executor_limits.hpp"
 
@@ -63,6 +64,21 @@ class PredictionComparison {
       add("critical_path", "differs from the simulated one", "the simulated critical path of this plan");
   }
 
+  /// The lower bounds and gaps (`derived` with add_lower_bounds): a plan whose prediction claims a
+  /// bound of 1e300 ms (a gap of −100 %) was called valid.
+  void bounds(const Prediction& stored, const Prediction& derived) {
+    optional("lower_bound_ms", stored.lower_bound_ms, derived.lower_bound_ms);
+    optional("gap", stored.gap, derived.gap);
+    optional("structure_lower_bound_ms", stored.structure_lower_bound_ms, derived.structure_lower_bound_ms);
+    optional("structure_gap", stored.structure_gap, derived.structure_gap);
+    if (stored.lower_bound && derived.lower_bound) {
+      const LowerBoundDerivations &s = *stored.lower_bound, &d = *derived.lower_bound;
+      text("lower_bound.binding", s.any_plan.binding, d.any_plan.binding);
+      integer("lower_bound.devices_used", s.any_plan.devices, d.any_plan.devices);
+      text("lower_bound.structure.binding", s.structure.binding, d.structure.binding);
+    }
+  }
+
  private:
   void add(const std::string& field, const std::string& stored, const std::string& derived) {
     out_.push_back(
@@ -78,6 +94,17 @@ class PredictionComparison {
   }
   void integer(const std::string& field, std::int64_t stored, std::int64_t derived) {
     if (stored != derived) add(field, fmt::format("{}", stored), fmt::format("{}", derived));
+  }
+  void optional(const std::string& field, const std::optional<double>& stored,
+                const std::optional<double>& derived) {
+    if (stored && derived)
+      number(field, *stored, *derived);
+    else if (stored.has_value() != derived.has_value())
+      add(field, stored ? fmt::format("{}", *stored) : "none",
+          derived ? fmt::format("{}", *derived) : "none");
+  }
+  void text(const std::string& field, const std::string& stored, const std::string& derived) {
+    if (stored != derived) add(field, fmt::format("'{}'", stored), fmt::format("'{}'", derived));
   }
 
   const std::string& source_;
@@ -205,9 +232,21 @@ CheckResult check_plan(const Plan& plan, const std::string& source, const CheckO
   }
   if (out.sim) {
     // 4. The stored prediction.
-    if (plan.predicted)
-      PredictionComparison(source, out.problems)
-          .compare(*plan.predicted, predict(*out.sim, plan), options.memory_limit_gib > 0);
+    if (plan.predicted) {
+      Prediction derived = predict(*out.sim, plan);
+      PredictionComparison comparison(source, out.problems);
+      comparison.compare(*plan.predicted, derived, options.memory_limit_gib > 0);
+      // The bounds where the prediction states them (they depend on the inputs, not on the limit).
+      if (plan.predicted->lower_bound_ms) {
+        try {
+          out.bounds = plan_bounds(plan, *out.input, any_plan_input(plan, options.memory_limit_gib));
+          add_lower_bounds(derived, *out.bounds);
+          comparison.bounds(*plan.predicted, derived);
+        } catch (const Error& e) {
+          out.problems.push_back(fmt::format("{}: lower bounds: {}", source, e.what()));
+        }
+      }
+    }
     out.consistent = out.problems.empty();
     // 5. Memory.
     out.fits_memory = out.sim->fits_memory;

@@ -23,6 +23,7 @@
 #include "plan/plan.hpp"
 #include "plan/plan_inputs.hpp"
 #include "plan/validate.hpp"
+#include "sim/lower_bound.hpp"
 #include "sim/sim_input.hpp"
 #include "sim/simulator.hpp"
 
@@ -64,6 +65,8 @@ struct CheckResult {
   std::optional<PlanInputs> inputs;
   std::optional<SimInput> input;
   std::optional<SimResult> sim;  ///< when the plan was simulated (steps 1–3 passed)
+  /// The plan's lower bounds, computed (and compared) where its stored prediction states them.
+  std::optional<PlanBounds> bounds;
 
   [[nodiscard]] bool ok() const { return problems.empty(); }
 };

@@ -239,6 +239,33 @@ TEST_CASE("check_plan: values the inputs give are re-derived, the root cause rep
                                   stored / 2, stored)));
     CHECK_FALSE(r.consistent);
   }
+  SECTION("an edited lower bound or gap is caught too, and a plan without bounds is not asked for them") {
+    // A bound of 1e300 ms (gap −100 %) was called valid: the bounds were not compared.
+    REQUIRE(plan.predicted->lower_bound_ms);
+    const double bound = *plan.predicted->lower_bound_ms;
+    plan.predicted->lower_bound_ms = 1e300;
+    CheckResult r = check_plan(plan, "plan.json");
+    REQUIRE(r.problems.size() == 1);
+    CHECK_THAT(r.problems[0],
+               Catch::StartsWith(fmt::format(
+                   "plan.json: predicted.lower_bound_ms: 1e+300 stored, but the plan's inputs give {}", bound)));
+    REQUIRE(r.bounds);
+    CHECK(r.bounds->any_plan.ms == bound);
+    plan.predicted->lower_bound_ms = bound;
+    plan.predicted->structure_gap = 1.23;
+    plan.predicted->lower_bound->any_plan.binding = "work";
+    r = check_plan(plan, "plan.json");
+    CHECK_THAT(problems_of(r), Catch::Contains("predicted.structure_gap: 1.23 stored"));
+    CHECK_THAT(problems_of(r), Catch::Contains("predicted.lower_bound.binding: 'work' stored"));
+    plan.predicted->lower_bound_ms.reset();
+    plan.predicted->gap.reset();
+    plan.predicted->structure_lower_bound_ms.reset();
+    plan.predicted->structure_gap.reset();
+    plan.predicted->lower_bound.reset();
+    r = check_plan(plan, "plan.json");
+    CHECK(r.ok());
+    CHECK_FALSE(r.bounds);
+  }
   SECTION("a moved stage boundary changes the per-stage costs and memory the prediction stored") {
     plan.stages[0].end_layer -= 1;
     plan.stages[1].first_layer -= 1;
