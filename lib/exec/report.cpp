@@ -141,7 +141,8 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
     }
     iteration.push_back(step_ms);
     pipeline.push_back(makespan);
-    bubble.push_back(makespan > 0 ? 1.0 - busy / (stats.ranks * makespan) : 0.0);
+    // A share of the time: timer rounding must not make it negative (accuracy reads [0, 1]).
+    bubble.push_back(makespan > 0 ? std::clamp(1.0 - busy / (stats.ranks * makespan), 0.0, 1.0) : 0.0);
   }
   const double it_ms = median(iteration), pipe_ms = median(pipeline);
 

@@ -131,7 +131,7 @@ Measurement measurement_from_json(const JsonReader& rd, const json& j) {
   m.measured_steps = f.small("measured_steps");
   m.iteration_time_ms = f.number("iteration_time_ms", 0);
   m.pipeline_time_ms = f.number("pipeline_time_ms", 0);
-  m.bubble_ratio = f.number("bubble_ratio");
+  m.bubble_ratio = rd.number(f.at("bubble_ratio"), f.path("bubble_ratio"), 0, 1);  // a share of the time
   m.tokens_per_s = f.number("tokens_per_s", 0);
   m.overhead_us_per_op = f.number("overhead_us_per_op");
   m.progress_us_per_op = f.number("progress_us_per_op");
@@ -170,7 +170,7 @@ Resimulation resimulation_from_json(const JsonReader& rd, const json& j) {
   }
   const Fields f(rd, j, path, {"iteration_time_ms", "bubble_ratio", "tokens_per_s", "devices"});
   r.iteration_time_ms = f.number("iteration_time_ms", 0);
-  r.bubble_ratio = f.number("bubble_ratio");
+  r.bubble_ratio = rd.number(f.at("bubble_ratio"), f.path("bubble_ratio"), 0, 1);
   r.tokens_per_s = f.number("tokens_per_s", 0);
   const json& devices = rd.array(f.at("devices"), f.path("devices"));
   for (std::size_t i = 0; i < devices.size(); ++i) {

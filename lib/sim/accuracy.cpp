@@ -181,6 +181,13 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
     if (measured.stage_ms.size() != plan.stages.size())
       rd.fail("measured.stage_ms", fmt::format("has {} entries, not one per stage", measured.stage_ms.size()),
               fmt::format("{} entries {{stage, F, B, W, ...}}", plan.stages.size()));
+    // Entry s is stage s's times: a report naming another stage there (a stage 9 of a 2-stage plan)
+    // was read as stage s's.
+    for (std::size_t s = 0; s < measured.stage_ms.size(); ++s)
+      if (measured.stage_ms[s].stage != static_cast<int>(s))
+        rd.fail(fmt::format("measured.stage_ms[{}].stage", s),
+                fmt::format("is {}", measured.stage_ms[s].stage),
+                fmt::format("{} (one entry per stage, in order)", s));
     // How often each (stage, kind) runs in one iteration, to weigh the op-time error.
     constexpr auto& kinds = StageOpTimes::kKinds;
     std::vector<std::array<int, kinds.size()>> count(plan.stages.size(), std::array<int, kinds.size()>{});

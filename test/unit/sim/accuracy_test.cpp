@@ -287,4 +287,14 @@ TEST_CASE("accuracy: op times per stage against the run's means", "[accuracy]") 
   r["measured"]["stage_ms"] = {{{"stage", 0}, {"F", "slow"}}, {{"stage", 1}}};
   CHECK_THROWS_WITH(compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
                     Catch::Contains("measured.stage_ms[0].F: is a string (expected a number)"));
+  // Entry 1 naming another stage was read as stage 1's times; a bubble of 200 % was shown as such.
+  r["measured"]["stage_ms"] = {{{"stage", 0}, {"F", 1.0}}, {{"stage", 9}, {"F", 1.0}}};
+  CHECK_THROWS_WITH(
+      compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
+      Catch::Contains("run.json: measured.stage_ms[1].stage: is 9 (expected 1 (one entry per stage"));
+  r["measured"]["stage_ms"] = {{{"stage", 0}, {"F", 1.0}}, {{"stage", 1}, {"F", 1.0}}};
+  CHECK_NOTHROW(compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"));
+  r["measured"]["bubble_ratio"] = 2.0;
+  CHECK_THROWS_WITH(compare_run(k.plan, k.input, k.sim, r, "plan.json", "run.json"),
+                    Catch::Contains("measured.bubble_ratio"));
 }
