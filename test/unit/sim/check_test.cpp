@@ -246,9 +246,10 @@ TEST_CASE("check_plan: values the inputs give are re-derived, the root cause rep
     plan.predicted->lower_bound_ms = 1e300;
     CheckResult r = check_plan(plan, "plan.json");
     REQUIRE(r.problems.size() == 1);
-    CHECK_THAT(r.problems[0],
-               Catch::StartsWith(fmt::format(
-                   "plan.json: predicted.lower_bound_ms: 1e+300 stored, but the plan's inputs give {}", bound)));
+    CHECK_THAT(
+        r.problems[0],
+        Catch::StartsWith(fmt::format(
+            "plan.json: predicted.lower_bound_ms: 1e+300 stored, but the plan's inputs give {}", bound)));
     REQUIRE(r.bounds);
     CHECK(r.bounds->any_plan.ms == bound);
     plan.predicted->lower_bound_ms = bound;
