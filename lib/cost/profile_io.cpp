@@ -32,17 +32,10 @@ bool looks_like_iso_date(std::string_view s) {
   return s.size() == 10 || s[10] == 'T' || s[10] == ' ';
 }
 
-/// The longest op time, per-op overhead and link latency a profile may state: 1e9 ms (11.6 days) and
-/// 1e9 µs, the cluster file's latency bound. Up to 1e300 was accepted, and a plan of such ops
-/// predicted 1e300 ms and 0 tokens/s (its sums over micro-batches and layers could pass a double's
-/// range).
-constexpr double kMaxOpMs = 1e9;
-constexpr double kMaxLatencyUs = 1e9;
-
 /// A time or byte count: >= 0 (zero is legal: the embedding has no B, synthetic files are free).
 /// Counts are at most 2^50, as a model's (spec/limits.hpp), and so is each one's sum over the
 /// layers (parse_root): stage sums and memory peaks then stay far inside 64 bits.
-double time_ms(const MapReader& m, std::string_view key) { return m.number(key, 0, kMaxOpMs, false); }
+double time_ms(const MapReader& m, std::string_view key) { return m.number(key, 0, 1e300, false); }
 std::int64_t count(const MapReader& m, std::string_view key) {
   return m.integer(key, 0, static_cast<std::int64_t>(kMaxModelCount));
 }
@@ -110,9 +103,9 @@ CostProfile parse_root(const YAML::Node& root, const std::string& source) {
   if (top.has("p2p")) {
     MapReader p2p = top.map("p2p", {"bandwidth_gbs", "latency_us"});
     if (p2p.has("bandwidth_gbs")) c.p2p_bandwidth_gbs = p2p.number("bandwidth_gbs", kMinRate, 1e300, false);
-    if (p2p.has("latency_us")) c.p2p_latency_us = p2p.number("latency_us", 0, kMaxLatencyUs, false);
+    if (p2p.has("latency_us")) c.p2p_latency_us = p2p.number("latency_us", 0, 1e300, false);
   }
-  c.op_overhead_ms = top.number_or("op_overhead_ms", 0, 0, kMaxOpMs, false);
+  c.op_overhead_ms = top.number_or("op_overhead_ms", 0, 0, 1e300, false);
 
   const std::string layers_expected = "a list with one entry per model layer (embedding first, LM head last)";
   if (!top.has("layers")) top.missing("layers", layers_expected);

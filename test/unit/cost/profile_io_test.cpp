@@ -232,8 +232,7 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
     // The f_ms value is in column 22 of "  - {label: x, f_ms: 1, ...".
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: fast")),
                Catch::Matchers::StartsWith(
-                   "c.yaml:6:22: layers[0].f_ms: 'fast' is not a number (expected a number >= 0 and <= "
-                   "1000000000)"));
+                   "c.yaml:6:22: layers[0].f_ms: 'fast' is not a number (expected a number >= 0)"));
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: [1]")),
                Catch::Matchers::StartsWith("c.yaml:6:22: layers[0].f_ms: got a list"));
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "params: 3", "params: 3.5")),
@@ -250,7 +249,7 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
   SECTION("negative values") {
     const std::string b = parse_error(replace(with_layer(kLayer), "b_ms: 1", "b_ms: -1"));
     CHECK_THAT(b, Catch::Matchers::StartsWith("c.yaml:6:31: layers[0].b_ms: "));
-    CHECK_THAT(b, Catch::Matchers::Contains("negative (expected a number >= 0 and <= 1000000000)"));
+    CHECK_THAT(b, Catch::Matchers::Contains("negative (expected a number >= 0)"));
     const std::string out = parse_error(replace(with_layer(kLayer), "output_bytes: 2", "output_bytes: -2"));
     CHECK_THAT(out, Catch::Matchers::Contains("layers[0].output_bytes: "));
     CHECK_THAT(out, Catch::Matchers::Contains("-2"));
@@ -259,19 +258,6 @@ TEST_CASE("costs loader errors name file, line, column and field", "[cost][profi
         parse_error(kHeader + "op_overhead_ms: -0.5\nlayers:\n  - {" + kLayer + "}\n");
     CHECK_THAT(overhead, Catch::Matchers::StartsWith("c.yaml:5:17: op_overhead_ms: "));
     CHECK_THAT(overhead, Catch::Matchers::Contains("negative"));
-  }
-  SECTION("times past 1e9 ms (11.6 days an op), and latencies past 1e9 us as in a cluster file") {
-    // Up to 1e300 was accepted: a plan then predicted 1e300 ms and 0 tokens/s.
-    CHECK_THAT(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: 1e300")),
-               Catch::Matchers::StartsWith("c.yaml:6:22: layers[0].f_ms: "));
-    CHECK_THAT(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: 1.5e9")),
-               Catch::Matchers::Contains("(expected a number >= 0 and <= 1000000000)"));
-    CHECK(parse_error(replace(with_layer(kLayer), "f_ms: 1", "f_ms: 1e9")).empty());
-    CHECK_THAT(parse_error(kHeader + "op_overhead_ms: 2e9\nlayers:\n  - {" + kLayer + "}\n"),
-               Catch::Matchers::StartsWith("c.yaml:5:17: op_overhead_ms: "));
-    CHECK_THAT(
-        parse_error(kHeader + "p2p: {bandwidth_gbs: 1, latency_us: 1e300}\nlayers:\n  - {" + kLayer + "}\n"),
-        Catch::Matchers::Contains("p2p.latency_us: "));
   }
   SECTION("zero sizes") {
     CHECK_THAT(parse_error(replace(with_layer(kLayer), "micro_batch: 1", "micro_batch: 0")),
