@@ -656,6 +656,18 @@ PY
   python3 "$src/scripts/plot-metrics" "$dir/bad.jsonl" -o "$dir/bad.svg" 2>"$dir/bad.log" && fail "a bad metrics line was accepted"
   grep -q "bad.jsonl:2" "$dir/bad.log" || fail "the bad line is not named"
   [ -e "$dir/bad.svg" ] && fail "a plot was written from bad input"
+  # Its input as the output was replaced by the SVG; a FIFO nobody writes to hung; a loss of 1e308
+  # overflowed the axes into a traceback.
+  cp "$dir/m.jsonl" "$dir/keep.jsonl"
+  python3 "$src/scripts/plot-metrics" "$dir/m.jsonl" -o "$dir/m.jsonl" 2>"$dir/bad.log"
+  [ $? -eq 4 ] && grep -q "is an input of this command" "$dir/bad.log" || fail "plot-metrics over its input: $(cat "$dir/bad.log")"
+  cmp -s "$dir/m.jsonl" "$dir/keep.jsonl" || fail "plot-metrics replaced its input"
+  mkfifo "$dir/fifo"
+  timeout 20 python3 "$src/scripts/plot-metrics" "$dir/fifo" -o "$dir/f.svg" 2>"$dir/bad.log"
+  [ $? -eq 2 ] && grep -q "no steps" "$dir/bad.log" || fail "plot-metrics of a FIFO nobody writes to: $(cat "$dir/bad.log")"
+  printf '{"step": 0, "loss": 1e308}\n{"step": 1, "loss": -1e308}\n' >"$dir/huge.jsonl"
+  python3 "$src/scripts/plot-metrics" "$dir/huge.jsonl" -o "$dir/h.svg" 2>"$dir/bad.log"
+  [ $? -eq 2 ] && grep -q "huge.jsonl:1: loss" "$dir/bad.log" || fail "plot-metrics of huge values: $(cat "$dir/bad.log")"
   echo "ok"
   ;;
 resilient-run)

@@ -315,6 +315,21 @@ PY
   expect_fail "make-cost-profile of a missing model" "nowhere.yaml" \
     scripts/make-cost-profile --octoplan "$octoplan" "$work/nowhere.yaml" -o "$work/split.yaml"
   cmp -s "$work/split.yaml" "$work/keep.yaml" || fail "a failed make-cost-profile changed its output"
+  # Its own input as the output (also through a link) was replaced by the profile; values octoplan
+  # refuses (a jitter of 2: negative times) were written with exit 0.
+  cp profiles/models/tiny-hybrid.yaml "$work/model.yaml"
+  ln -s model.yaml "$work/model-link.yaml"
+  for out in model.yaml model-link.yaml; do
+    expect_fail "make-cost-profile over its model ($out)" "is an input of this command" \
+      scripts/make-cost-profile --octoplan "$octoplan" "$work/model.yaml" -o "$work/$out"
+  done
+  cmp -s "$work/model.yaml" profiles/models/tiny-hybrid.yaml || fail "make-cost-profile replaced its model"
+  for bad in "--jitter 2" "--overhead-ms -1" "--p2p-gbs 0" "--tp 0"; do
+    expect_fail "make-cost-profile $bad" "argument --" mk -o "$work/split.yaml" $bad
+  done
+  expect_fail "make-cost-profile, a newline in --device" "argument --device" \
+    mk -o "$work/split.yaml" --device "$(printf 'x\nsource: measured')"
+  cmp -s "$work/split.yaml" "$work/keep.yaml" || fail "a refused make-cost-profile changed its output"
   mkdir "$work/folder"
   expect_fail "make-cost-profile over a folder" "not a regular file" mk -o "$work/folder"
   [[ -d $work/folder ]] || fail "the folder was replaced"
