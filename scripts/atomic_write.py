@@ -10,12 +10,14 @@ does not exist.
 check_not_input(path, inputs, tool) refuses (exit 4) an output that is one of the inputs, also
 through a symbolic link or another spelling of the path: writing it would replace what was read.
 read_input(path, tool) reads a text input as octoplan does: a FIFO nobody writes to reads as empty
-instead of waiting for ever, and what cannot be read or decoded is an error naming the path (exit 3).
+instead of waiting for ever, and what cannot be read or decoded is an error naming the path (exit 3);
+read_json(path, tool, what) parses it as JSON the same way.
 
 The scripts import it from their own folder (scripts/) with bytecode writing off, so that running
 a script leaves no __pycache__ in the checkout.
 """
 
+import json
 import os
 import sys
 import tempfile
@@ -65,6 +67,16 @@ def read_input(path, tool):
         message = f"not UTF-8 text (byte {e.start})"
     print(f"{tool}: error: {path}: {message}", file=sys.stderr)
     sys.exit(3)
+
+
+def read_json(path, tool, what):
+    """The JSON value of an input file (read_input), or exit 3 naming the path and `what` it should be."""
+    text = read_input(path, tool)
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        print(f"{tool}: error: {path}: not JSON ({e}; expected {what})", file=sys.stderr)
+        sys.exit(3)
 
 
 def _mode_for(target):

@@ -290,6 +290,23 @@ PY
     scripts/bench-bound --octoplan "$octoplan" --bounds-only --case tiny-hybrid "$work/nowhere.yaml" 1
   expect_fail "--case with a bad TP" "TP 'two' is not a positive integer" \
     scripts/bench-bound --octoplan "$octoplan" --bounds-only --case tiny-hybrid "$work/tiny-costs.yaml" two
+  expect_fail "--case with a TP that is a digit but no number" "is not a positive integer" \
+    scripts/bench-bound --octoplan "$octoplan" --bounds-only --case tiny-hybrid "$work/tiny-costs.yaml" ²
+  # Malformed options and saved runs are named errors, not tracebacks.
+  expect_fail "--budgets abc" "argument --budgets: 'abc'" scripts/bench-bound --budgets abc
+  expect_fail "--pp 4," "argument --pp: '4,'" scripts/bench-bound --bounds-only --pp 4,
+  printf '{' >"$work/bad.json"
+  expect_fail "bench-bound --from-json of broken JSON" "bad.json: not JSON" scripts/bench-bound --from-json "$work/bad.json"
+  expect_fail "bench-tuner --from-json of broken JSON" "bad.json: not JSON" scripts/bench-tuner --from-json "$work/bad.json"
+  printf '{}' >"$work/bad.json"
+  expect_fail "bench-bound --from-json of {}" "not a run saved by bench-bound --json" \
+    scripts/bench-bound --from-json "$work/bad.json"
+  expect_fail "bench-tuner --from-json of {}" "not a run saved by bench-tuner --json" \
+    scripts/bench-tuner --from-json "$work/bad.json"
+  printf '{"budgets": [1], "load": ["0"], "cases": [{"class": "c"}]}' >"$work/bad.json"
+  expect_fail "bench-bound --from-json, a case without runs" "a case lacks a field" \
+    scripts/bench-bound --from-json "$work/bad.json"
+  expect_fail "bench-bound --from-json of a folder" "is a folder" scripts/bench-bound --from-json "$work"
   ;;
 make-cost-profile)
   # scripts/make-cost-profile: the profile octoplan reads, W folded into B with --fuse-w (the same
