@@ -693,6 +693,15 @@ LAUNCH
   "$bin/resilient-run" --retries 2 -- mpirun --oversubscribe -np 2 "$octorun" "$dir/missing.json" --save "$dir/ck2" \
     >"$dir/setup.log" 2>&1 && fail "a missing plan succeeded"
   grep -q "set-up error .*not restarting" "$dir/setup.log" || { cat "$dir/setup.log"; fail "a set-up error was retried"; }
+  # A command that does not exist was retried and ended with 127; an unknown option was run as the
+  # command; --help printed a line of the script.
+  "$bin/resilient-run" --retries 2 -- "$dir/no-such-launcher" --save "$dir/ck3" >"$dir/nf.log" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] && [ "$(grep -c "attempt" "$dir/nf.log")" -eq 1 ] || { cat "$dir/nf.log"; fail "a missing command: exit $rc"; }
+  "$bin/resilient-run" --bogus -- true >"$dir/opt.log" 2>&1
+  [ $? -eq 2 ] && grep -q "unknown option --bogus" "$dir/opt.log" || { cat "$dir/opt.log"; fail "an unknown option"; }
+  "$bin/resilient-run" --help 2>"$dir/help.log"
+  [ $? -eq 2 ] && ! grep -q "pipefail" "$dir/help.log" && grep -q "no-retry-on" "$dir/help.log" || fail "--help"
   echo "ok"
   ;;
 *)
