@@ -35,9 +35,16 @@ MetricsLog::MetricsLog(const std::string& path, std::int64_t first_step) : path_
         kept += line + "\n";
     }
   }
-  write_file_atomic(path, kept);
+  // An output that cannot be written is the option's problem (exit 4), named as such: a FIFO nobody
+  // read ended as a bad input (exit 3) with the bare path.
+  try {
+    write_file_atomic(path, kept);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Output) fail_output("--metrics: {}", e.what());
+    throw;
+  }
   file_.reset(std::fopen(path.c_str(), "a"));
-  if (!file_) fail("--metrics {}: cannot open for appending: {}", path, std::strerror(errno));
+  if (!file_) fail_output("--metrics {}: cannot open for appending: {}", path, std::strerror(errno));
 }
 
 void MetricsLog::write(const StepMetrics& m) {

@@ -353,7 +353,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     std::fflush(stdout);
   }
   if (const TrainingLoop::Resumed resumed = loop.resume(); resumed.failed) {
-    result.setup_failure = ErrorKind::Input;  // a checkpoint that does not load under this plan
+    result.setup_failure = resumed.kind;  // a checkpoint that does not load under this plan, or --metrics
     result.error = resumed.error;
     return result;
   }

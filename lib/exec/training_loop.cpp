@@ -121,6 +121,7 @@ TrainingLoop::~TrainingLoop() = default;
 TrainingLoop::Resumed TrainingLoop::resume() {
   Resumed out;
   std::string error;
+  ErrorKind kind = ErrorKind::Input;  // a checkpoint that does not load, unless it says otherwise
   std::optional<CheckpointManifest> manifest;
   try {
     if (!options_.load_path.empty()) {
@@ -132,13 +133,18 @@ TrainingLoop::Resumed TrainingLoop::resume() {
     }
     if (world_.rank() == 0 && !options_.metrics_path.empty())
       metrics_ = std::make_unique<MetricsLog>(options_.metrics_path, first_step_);
+  } catch (const Error& e) {
+    error = e.what();
+    kind = e.kind();
   } catch (const std::exception& e) {
     error = e.what();
   }
-  const int failed = lowest_failing_rank(world_, !error.empty());
-  if (failed >= 0) {
+  // Every rank exits with the failing rank's kind: the others' "failed elsewhere" must not race it
+  // to mpirun with another code.
+  if (const auto failure = agree_on_failure(world_, error.empty() ? std::nullopt : std::optional(kind))) {
     out.failed = true;
-    if (failed == world_.rank()) out.error = error;
+    out.kind = failure->kind;
+    if (failure->rank == world_.rank()) out.error = error;
     return out;
   }
   if (manifest && world_.rank() == 0) {

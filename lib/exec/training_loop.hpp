@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "exec/comm.hpp"
 #include "exec/layer_state.hpp"
 #include "exec/metrics.hpp"
@@ -94,6 +95,8 @@ class TrainingLoop {
   struct Resumed {
     bool failed = false;
     std::string error;
+    /// What failed: an output (--metrics) or, by default, the checkpoint as an input.
+    ErrorKind kind = ErrorKind::Input;
     std::string checkpoint;  ///< the folder loaded ("" without --load)
   };
   [[nodiscard]] Resumed resume();

@@ -179,6 +179,13 @@ PY
   rc=$?
   [ "$rc" -eq 4 ] || { cat "$dir/full.log"; fail "--report /dev/full exits $rc, not 4"; }
   grep -q -- "--report: /dev/full: write failed.*the training itself completed" "$dir/full.log" || fail "no clear message for /dev/full"
+  # --metrics into a FIFO nobody reads: an output error (exit 4) naming the option; it was exit 3, a
+  # bad input, with the bare path.
+  mkfifo "$dir/metrics.fifo"
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --metrics "$dir/metrics.fifo" >"$dir/fifo.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 4 ] || { cat "$dir/fifo.log"; fail "--metrics into an unread FIFO exits $rc, not 4"; }
+  grep -q -- "--metrics: .*metrics.fifo: a FIFO that nobody reads" "$dir/fifo.log" || fail "no clear message for --metrics FIFO"
   # Values a float or a clock cannot hold: usage errors (an instant time-out, an inf learning rate).
   for bad in "--timeout 1e10" "--lr 1e300" "--weight-decay 1e39"; do
     # shellcheck disable=SC2086
