@@ -21,6 +21,7 @@
 #include "exec/profiler.hpp"
 #include "exec/train.hpp"
 #include "nn/token_formats.hpp"
+#include "spec/executor_limits.hpp"
 #include "spec/loader.hpp"
 
 namespace octorun {
@@ -59,6 +60,10 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
     for (std::string& f : octo::nn::token_files(data_path)) inputs.push_back(std::move(f));
     octo::check_output_paths({{"-o", a.output}}, inputs);
     model.emplace(octo::load_model(a.model));
+    // A layer octorun cannot run is refused now (exit 3), not by its constructor inside the
+    // measurement, which aborted every rank (exit 8).
+    if (const std::vector<std::string> limits = octo::executor_model_limits(*model); !limits.empty())
+      throw octo::Error(fmt::format("{}: {}", a.model, fmt::join(limits, "; ")));
     const octo::ModelSpec shaped = octo::exec::profiled_model(*model, a.options);
     octo::exec::check_profile_memory(shaped);
     data.emplace(octo::nn::TextData::load(data_path));
@@ -92,13 +97,22 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
   const std::unique_ptr<octo::exec::Comm> transport = device->make_transport(world);
   const octo::exec::ProfileResult result =
       octo::exec::profile_model(*model, device->device(), world, a.options, progress, transport.get());
+  // The output is written by rank 0; one that cannot take it (a FIFO nobody reads, /dev/full) is exit
+  // 4 on every rank, not an abort of the job.
+  std::optional<octo::ErrorKind> write_failed;
   if (printer) {
     fmt::print("\n{}", octo::exec::profile_table(result));
-    octo::write_file_atomic(a.output, octo::costs_to_yaml(result.costs));
-    fmt::print("wrote {} (measured costs: plan with octoplan ... --costs {})\n", a.output, a.output);
+    try {
+      octo::write_file_atomic(a.output, octo::costs_to_yaml(result.costs));
+      fmt::print("wrote {} (measured costs: plan with octoplan ... --costs {})\n", a.output, a.output);
+    } catch (const octo::Error& e) {
+      fmt::print(stderr, "octorun profile: error: -o {} (the measurement itself completed)\n", e.what());
+      write_failed = octo::ErrorKind::Output;
+    }
     std::fflush(stdout);
   }
-  world.barrier();
+  if (const auto failed = octo::exec::agree_on_failure(world, write_failed))
+    return octo::code(octo::exit_code_of(failed->kind));
   return 0;
 }
 

@@ -95,4 +95,17 @@ grep -q -- "--seq: 100000 is longer than the seq_len 64" "$dir/long.log" || { ca
 "$bin/octorun" profile "$model" --reps 2000000000 -o "$dir/reps.yaml" >"$dir/reps.log" 2>&1
 rc=$?
 [[ $rc -eq 2 ]] || { cat "$dir/reps.log"; fail "--reps 2e9 exited $rc (expected 2)"; }
+# 7. A layer octorun cannot run (Mamba version 1) is refused at set-up (exit 3; its constructor
+#    aborted the job in the measurement, exit 8), and an output that cannot take the costs
+#    (/dev/full) is exit 4 naming -o on every rank, not an abort.
+sed 's/^mamba: .*$/mamba: {version: 1, expand: 2, state: 4, conv: 2, dt_rank: 4}/' "$model" >"$dir/m1.yaml"
+grep -q "version: 1" "$dir/m1.yaml" || fail "the Mamba-1 variant of the test model was not made"
+"$bin/octorun" profile "$dir/m1.yaml" -o "$dir/m1-costs.yaml" >"$dir/m1.log" 2>&1
+rc=$?
+[[ $rc -eq 3 ]] || { cat "$dir/m1.log"; fail "a Mamba-1 model exited $rc (expected 3)"; }
+grep -q "mamba.version is 1" "$dir/m1.log" || { cat "$dir/m1.log"; fail "no Mamba-1 message"; }
+"$bin/octorun" profile "$model" --reps 1 -o /dev/full >"$dir/full.log" 2>&1
+rc=$?
+[[ $rc -eq 4 ]] || { cat "$dir/full.log"; fail "-o /dev/full exited $rc (expected 4)"; }
+grep -q -- "-o /dev/full: write failed" "$dir/full.log" || { cat "$dir/full.log"; fail "no -o message"; }
 echo "PASS (profile-accuracy)"
