@@ -296,6 +296,18 @@ expect_job FAILED 2:0
 expect_output "has 2 tasks but plan $work/plans/dp2.json needs 4 ranks (devices 2 x tp 1 x dp 2)"
 ok "octorun.sbatch refuses an allocation smaller than the plan's world size"
 
+# Sizes from the environment that are not positive integers: a named error (exit 2), not bash's
+# "unbound variable" (exit 1) or a division by zero; --help is the usage.
+for bad in "SLURM_JOB_NUM_NODES=x" "SLURM_JOB_NUM_NODES=0" "OCTO_RANKS_PER_NODE=abc"; do
+  rc=0
+  msg=$(env SLURM_JOB_ID=1 "$bad" "$slurm_scripts/octorun.sbatch" "$work/plans/dp2.json" 2>&1) || rc=$?
+  ((rc == 2)) && [[ $msg == *"${bad%%=*} must be a positive integer"* ]] || fail "octorun.sbatch with $bad: exit $rc: $msg"
+done
+rc=0
+msg=$("$slurm_scripts/octorun.sbatch" --help 2>&1) || rc=$?
+((rc == 2)) && [[ $msg == usage:* ]] || fail "octorun.sbatch --help: exit $rc: $msg"
+ok "octorun.sbatch refuses bad sizes from the environment by name"
+
 # Self-submission sizes the allocation from the plan; the dry run shows the launch line.
 echo '{"schema_version": 1, "parallel": {"devices": 2}}' >"$work/plans/pp2.json"
 OCTO_BACKEND=cpu OCTO_DRY_RUN=1 OCTO_SBATCH_ARGS="--wait --parsable --output=$work/out/self-submit.out" \
