@@ -1,5 +1,7 @@
 #include "nn/tokenize.hpp"
 
+#include <filesystem>
+
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "nn/formats/megatron.hpp"
@@ -27,6 +29,17 @@ TokenizeSummary tokenize_to_indexed_dataset(const std::string& text_path, const 
                                             TokenType type) {
   if (prefix.empty() || prefix.back() == '/')
     fail_output("-o '{}': expected a prefix that names files (PREFIX.bin and PREFIX.idx)", prefix);
+  // A prefix that is a device or a FIFO names no files beside it: -o /dev/null wrote /dev/null.bin
+  // and /dev/null.idx, regular files in /dev. (A file or folder of that name is fine: the outputs
+  // are other names beside it.)
+  std::error_code ec;
+  if (const auto st = std::filesystem::status(prefix, ec); !ec && std::filesystem::exists(st) &&
+                                                           !std::filesystem::is_regular_file(st) &&
+                                                           !std::filesystem::is_directory(st))
+    fail_output(
+        "-o {}: is a device or a FIFO, not a prefix (expected a name such as data/corpus for "
+        "data/corpus.bin and data/corpus.idx)",
+        prefix);
   check_output_paths({{"-o", prefix + ".bin"}, {"-o", prefix + ".idx"}}, {text_path});
   // The text, its int64 tokens and the written bytes (up to 4 per token) while they are held.
   const std::string text = read_token_text(text_path, 13);

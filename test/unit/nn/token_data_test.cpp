@@ -212,6 +212,12 @@ TEST_CASE("tokens: octorun tokenize's dataset holds the text's bytes, one docume
   CHECK_THROWS_WITH(formats::write_indexed_dataset(s / "x", std::vector<std::int64_t>{70000},
                                                    std::vector<std::size_t>{1}, TokenType::U16),
                     Catch::Contains("70000") && Catch::Contains("uint16"));
+  // A prefix that is a device names no files beside it (-o /dev/null wrote /dev/null.bin and .idx);
+  // one that is a file or a folder does (its outputs are other names).
+  CHECK_THROWS_WITH(tokenize_to_indexed_dataset(s / "in.txt", "/dev/null"),
+                    Catch::Contains("-o /dev/null: is a device or a FIFO, not a prefix"));
+  CHECK_FALSE(std::filesystem::exists("/dev/null.bin"));
+  CHECK(tokenize_to_indexed_dataset(s / "in.txt", s / "in.txt").documents == 3);  // in.txt.bin, in.txt.idx
 }
 
 TEST_CASE("tokens: sequences from a sample offset equal micro-batches by index, and the validation split",
