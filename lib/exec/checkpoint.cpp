@@ -282,9 +282,8 @@ void check_save_steps(const std::string& dir, std::int64_t steps, std::int64_t s
     if (s < 0 || s > steps || (s != steps && (save_every <= 0 || s % save_every != 0))) continue;
     if (!replaceable(entry.path()))
       fail_output(
-          "--save {}: {} exists and is not a checkpoint folder, and this run saves step {} there (expected "
-          "it "
-          "moved away, or another --save folder)",
+          "--save {}: {} exists and is not a checkpoint folder, and this run saves step {} there "
+          "(expected it moved away, or another --save folder)",
           dir, entry.path().string(), s);
   }
 }

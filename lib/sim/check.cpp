@@ -251,10 +251,7 @@ CheckResult check_plan(const Plan& plan, const std::string& source, const CheckO
     // 5. Memory.
     out.fits_memory = out.sim->fits_memory;
     const std::size_t before = out.problems.size();
-    for (std::size_t d = 0; d < out.sim->devices.size(); ++d) {
-      const DeviceMetrics& m = out.sim->devices[d];
-      if (!over_limit(m)) continue;
-      const std::string what = memory_problem(static_cast<int>(d), m);
+    for (const std::string& what : memory_problems(*out.sim)) {
       if (plan.allow_oversubscribed_memory)
         out.notes.push_back(fmt::format("{} (accepted: the plan allows oversubscribed memory)", what));
       else if (options.require_fit)
