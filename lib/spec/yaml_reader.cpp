@@ -28,6 +28,12 @@ void fail_at(const std::string& source, const YAML::Node& node, const std::strin
 
 namespace {
 
+/// A syntax error of yaml-cpp as our error, at its mark (its msg is the bare problem, "illegal map
+/// value", ...; its what() repeats the mark).
+[[noreturn]] void syntax_error(const std::string& source, const YAML::Exception& e) {
+  throw InputError(location(source, e.mark), "", "YAML syntax error: " + e.msg, "valid YAML");
+}
+
 /// Where the first content of a YAML document is: a scalar, a sequence, a mapping or an alias
 /// (an empty document has none).
 class FirstContent : public YAML::EventHandler {
@@ -70,7 +76,7 @@ void refuse_second_document(const std::string& text, const std::string& source) 
   try {
     if (!parser.HandleNextDocument(first) || !parser.HandleNextDocument(second)) return;
   } catch (const YAML::Exception& e) {
-    throw InputError(location(source, e.mark), "", "YAML syntax error: " + e.msg, "valid YAML");
+    syntax_error(source, e);
   }
   if (second.mark)
     throw InputError(location(source, *second.mark), "", "a YAML document after the first (document 2)",
@@ -85,8 +91,7 @@ YAML::Node parse_document(std::string_view text, const std::string& source, std:
   try {
     root = YAML::Load(copy);
   } catch (const YAML::Exception& e) {
-    // yaml-cpp's msg is the bare problem ("illegal map value", ...); its what() repeats the mark.
-    throw InputError(location(source, e.mark), "", "YAML syntax error: " + e.msg, "valid YAML");
+    syntax_error(source, e);
   }
   refuse_second_document(copy, source);
   if (!root.IsDefined() || root.IsNull())
