@@ -107,7 +107,7 @@ int run(ProfileArgs& a, octo::exec::Comm& world) {
       fmt::print("wrote {} (measured costs: plan with octoplan ... --costs {})\n", a.output, a.output);
     } catch (const octo::Error& e) {
       fmt::print(stderr, "octorun profile: error: -o {} (the measurement itself completed)\n", e.what());
-      write_failed = octo::ErrorKind::Output;
+      write_failed = e.kind();  // OutputError: exit 4
     }
     std::fflush(stdout);
   }

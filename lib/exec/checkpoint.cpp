@@ -324,7 +324,8 @@ std::string save_checkpoint(const std::string& dir, CheckpointManifest manifest,
     try {
       fs::create_directories(root);
       if (!fs::is_directory(root)) fail("{} is not a folder", dir);
-      // Before any layer is written (check_save_steps refuses it up front; this is the last word).
+      // Before any layer is written (check_save_steps refused it up front; the rename below checks
+      // again, for what appeared during the save).
       if (!replaceable(final))
         fail("{} exists and is not a checkpoint folder: not replacing it", final.string());
       fs::remove_all(tmp);  // left by a save that crashed
