@@ -50,7 +50,7 @@ MetricsLog::MetricsLog(const std::string& path, std::int64_t first_step) : path_
 void MetricsLog::write(const StepMetrics& m) {
   const std::string line = to_json(m).dump() + "\n";
   if (std::fputs(line.c_str(), file_.get()) < 0 || std::fflush(file_.get()) != 0)
-    fail("--metrics {}: write failed: {}", path_, std::strerror(errno));
+    fail_output("--metrics {}: write failed: {}", path_, std::strerror(errno));
 }
 
 }  // namespace octo::exec

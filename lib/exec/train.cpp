@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <new>
 
 #include "core/error.hpp"
@@ -214,6 +215,10 @@ void check_host_memory(const TrainOptions& o, const ExecPlan& plan, Comm& world)
 Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& backends) {
   if (o.steps <= 0) fail_usage("--steps {}: expected a positive number of steps", o.steps);
   if (!(o.lr > 0) || !std::isfinite(o.lr)) fail_usage("--lr {}: expected a positive learning rate", o.lr);
+  // The optimizer runs in fp32: a rate below its smallest positive value would train at 0.
+  if (!(static_cast<float>(o.lr) > 0))
+    fail_usage("--lr {:g}: 0 in fp32, the optimizer's precision (expected at least {:g})", o.lr,
+               static_cast<double>(std::numeric_limits<float>::denorm_min()));
   if (!(o.timeout_s > 0)) fail_usage("--timeout {}: expected a positive number of seconds", o.timeout_s);
   // Inputs: the plan, every file of the training and validation data, the checkpoint being loaded.
   const std::string data_path = o.data_path.empty() ? default_data_path() : o.data_path;
@@ -229,8 +234,8 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
     check_save_steps(o.loop.save_dir, o.steps, o.loop.save_every);
   }
   if (o.check && !o.loop.load_path.empty())
-    fail("--check compares a fresh model with the sequential reference: it cannot start from --load {}",
-         o.loop.load_path);
+    fail_usage("--check compares a fresh model with the sequential reference: it cannot start from --load {}",
+               o.loop.load_path);
   Setup s;
   s.loop = resolve_loop_options(o.loop, o.lr, o.steps);
   s.device.emplace(backends.get(o.backend).open({.exact_gemm = o.check}));
@@ -475,6 +480,9 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     } catch (const Error& e) {
       result.output_error = fmt::format("{}: {}", option, e.what());
     }
+    if (!loop.metrics_error().empty())
+      result.output_error = result.output_error.empty() ? loop.metrics_error()
+                                                        : loop.metrics_error() + "; " + result.output_error;
     std::fflush(stdout);
   }
   return result;

@@ -233,7 +233,14 @@ StepOutcome TrainingLoop::finish(std::int64_t step, const StepStats& stats, cons
                        (iteration_ms / 1000.0);
       m.iteration_ms = iteration_ms;
       m.bubble = most[2] > 0 ? 1.0 - busy / (static_cast<double>(world_.size()) * most[2]) : 0.0;
-      metrics_->write(m);
+      try {
+        metrics_->write(m);
+      } catch (const Error& e) {
+        metrics_error_ = fmt::format("{} at step {}; no metrics after it", e.what(), step);
+        fmt::print(stderr, "octorun: warning: {} (the training goes on)\n", metrics_error_);
+        std::fflush(stderr);
+        metrics_.reset();
+      }
     }
   }
   if (save_due(step)) out.saved = save(step, update.lr);

@@ -116,6 +116,9 @@ class TrainingLoop {
   /// the parameters after step − 1 (the last good ones), unless that step was saved already or
   /// none was trained here; returns its folder (empty: none written). Collective.
   std::string save_before(std::int64_t step);
+  /// Rank 0: why the metrics log stopped ("" while it is written, or without --metrics). A line that
+  /// cannot be written (a full disk) ends the log, not the training: octorun exits 4 after it.
+  [[nodiscard]] const std::string& metrics_error() const { return metrics_error_; }
 
  private:
   [[nodiscard]] bool last(std::int64_t step) const { return step + 1 == context_.steps; }
@@ -135,6 +138,7 @@ class TrainingLoop {
   ModelFingerprint fingerprint_;
   RuntimeLayerStates states_;
   std::unique_ptr<MetricsLog> metrics_;
+  std::string metrics_error_;
   std::int64_t first_step_ = 0;
   std::int64_t next_sample_ = 0;
 };

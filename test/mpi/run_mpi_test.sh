@@ -186,6 +186,16 @@ PY
   rc=$?
   [ "$rc" -eq 4 ] || { cat "$dir/fifo.log"; fail "--metrics into an unread FIFO exits $rc, not 4"; }
   grep -q -- "--metrics: .*metrics.fifo: a FIFO that nobody reads" "$dir/fifo.log" || fail "no clear message for --metrics FIFO"
+  # --metrics on a full disk: the log stops at its first line, the training goes on to the end, and
+  # octorun exits 4 naming it (it was an MPI abort, exit 8, mid-run).
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 3 --metrics /dev/full >"$dir/full-metrics.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 4 ] || { cat "$dir/full-metrics.log"; fail "--metrics /dev/full exits $rc, not 4"; }
+  grep -q -- "warning: --metrics /dev/full: write failed.* at step 0; no metrics after it (the training goes on)" \
+    "$dir/full-metrics.log" || { cat "$dir/full-metrics.log"; fail "no warning for --metrics /dev/full"; }
+  grep -q "^step     2" "$dir/full-metrics.log" || fail "--metrics /dev/full: the training did not reach its last step"
+  grep -q "error: --metrics /dev/full: write failed.*(the training itself completed)" "$dir/full-metrics.log" ||
+    fail "no closing error for --metrics /dev/full"
   # Values a float or a clock cannot hold: usage errors (an instant time-out, an inf learning rate).
   for bad in "--timeout 1e10" "--lr 1e300" "--weight-decay 1e39"; do
     # shellcheck disable=SC2086
@@ -194,6 +204,11 @@ PY
     [ "$rc" -eq 2 ] || { cat "$dir/bad-option.log"; fail "$bad exits $rc, not 2"; }
     grep -q "must be at most" "$dir/bad-option.log" || fail "no clear message for $bad"
   done
+  # A learning rate that is 0 in fp32, the optimizer's precision: it was accepted and trained at 0.
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 1 --lr 1e-50 >"$dir/bad-option.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 2 ] || { cat "$dir/bad-option.log"; fail "--lr 1e-50 exits $rc, not 2"; }
+  grep -q -- "--lr 1e-50: 0 in fp32" "$dir/bad-option.log" || fail "no clear message for --lr 1e-50"
   # More validation batches than the validation data has windows: a usage error at set-up (exit 2),
   # where --val-batches 2147483647 ran validation passes for days; the most it allows runs.
   head -c 4000 "$data" >"$dir/val.txt"
@@ -567,6 +582,11 @@ checkpoint-errors)
   "$octoplan" baseline "$dir/other.yaml" --cluster "$cluster" --schedule 1f1b --pp 2 --microbatches 4 \
     --micro-batch 1 --seq 32 -o "$dir/other.json" >/dev/null 2>&1 || fail "planning the other model failed"
   expect_refused "another model" "model.hash: .* is a checkpoint of another model" "$dir/other.json"
+  # --check starts from a fresh model: with --load it is a usage error (exit 2; it was exit 3).
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 3 --check --load "$ck" >"$dir/out.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 2 ] || { cat "$dir/out.log"; fail "--check with --load exits $rc, not 2"; }
+  grep -q -- "--check compares a fresh model.*cannot start from --load" "$dir/out.log" || fail "no clear message for --check --load"
   echo "ok"
   ;;
 token-formats)
