@@ -44,12 +44,10 @@ std::string stages_path(const ExportArgs& a) {
 }
 
 /// The stage file's default place is beside the CSV; a CSV written to a device, a FIFO or a
-/// descriptor has no "beside" (-o /dev/null wrote /dev/null.stages.json, a regular file in /dev).
+/// descriptor has no "beside" (a folder as -o is refused as an output anyway).
 void require_stage_file_place(const ExportArgs& a) {
   if (a.format != "torch-csv" || a.output.empty() || !a.stages_output.empty()) return;
-  std::error_code ec;
-  const std::filesystem::file_status st = std::filesystem::status(a.output, ec);  // through links
-  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+  if (octo::is_special_file(a.output))
     throw octo::UsageError(
         fmt::format("export: -o {} is not a regular file, so the stage file has no place beside it: give it "
                     "with --stages-out FILE",

@@ -207,6 +207,13 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
   return std::move(r.bytes);
 }
 
+bool is_special_file(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  return !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&
+         !std::filesystem::is_directory(st);
+}
+
 std::string resolved_path(const std::string& path) {
   namespace fs = std::filesystem;
   // Absolute first: weakly_canonical leaves a relative path none of whose parts exist as it is,

@@ -1,7 +1,5 @@
 #include "nn/tokenize.hpp"
 
-#include <filesystem>
-
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "nn/formats/megatron.hpp"
@@ -29,13 +27,9 @@ TokenizeSummary tokenize_to_indexed_dataset(const std::string& text_path, const 
                                             TokenType type) {
   if (prefix.empty() || prefix.back() == '/')
     fail_output("-o '{}': expected a prefix that names files (PREFIX.bin and PREFIX.idx)", prefix);
-  // A prefix that is a device or a FIFO names no files beside it: -o /dev/null wrote /dev/null.bin
-  // and /dev/null.idx, regular files in /dev. (A file or folder of that name is fine: the outputs
-  // are other names beside it.)
-  std::error_code ec;
-  if (const auto st = std::filesystem::status(prefix, ec); !ec && std::filesystem::exists(st) &&
-                                                           !std::filesystem::is_regular_file(st) &&
-                                                           !std::filesystem::is_directory(st))
+  // A prefix that is a device or a FIFO names no files beside it. (A file or folder of that name is
+  // fine: the outputs are other names beside it.)
+  if (is_special_file(prefix))
     fail_output(
         "-o {}: is a device or a FIFO, not a prefix (expected a name such as data/corpus for "
         "data/corpus.bin and data/corpus.idx)",

@@ -310,3 +310,22 @@ TEST_CASE("a character device output is written in place, not replaced", "[fs]")
   CHECK(S_ISCHR(st.st_mode));
   CHECK(entries(dir.path) == 1);
 }
+
+TEST_CASE("a special file is a device, a FIFO or a socket, through links; not a file or a folder", "[fs]") {
+  TempDir dir;
+  const std::string fifo = dir / "fifo";
+  const std::string file = dir / "file";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::ofstream(file) << "x";
+  fs::create_symlink("/dev/null", dir / "to-null");
+  fs::create_symlink(file, dir / "to-file");
+  CHECK(is_special_file("/dev/null"));
+  CHECK(is_special_file(fifo));
+  CHECK(is_special_file(dir / "to-null"));
+  CHECK_FALSE(is_special_file(file));
+  CHECK_FALSE(is_special_file(dir / "to-file"));
+  CHECK_FALSE(is_special_file(dir.path.string()));
+  CHECK_FALSE(is_special_file(dir / "missing"));
+  fs::create_symlink(dir / "missing", dir / "dangling");
+  CHECK_FALSE(is_special_file(dir / "dangling"));
+}
