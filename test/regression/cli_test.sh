@@ -286,6 +286,18 @@ run = cases[0]["runs"]["0.2"]
 assert abs(run["bound_ms"] - report["lower_bound_ms"]) <= 1e-9 * report["lower_bound_ms"], (run, report["lower_bound_ms"])
 assert run["tuned_ms"] >= run["bound_ms"] * (1 - 1e-12), run
 PY
+  # A plan at its bound within rounding (the sums taken in another order) is a gap of 0.0 %, as
+  # octoplan prints it, not -0.0 %.
+  python3 - "$work/bench.json" "$work/at-bound.json" <<'PY' || fail "writing the at-bound run"
+import json, sys
+bench = json.load(open(sys.argv[1]))
+run = bench["cases"][0]["runs"]["0.2"]
+run["tuned_ms"] = run["bound_ms"] * (1 - 1e-13)
+json.dump(bench, open(sys.argv[2], "w"))
+PY
+  scripts/bench-bound --from-json "$work/at-bound.json" >"$work/at-bound.out" 2>&1 || fail "bench-bound --from-json"
+  grep -q -- "-0.0%" "$work/at-bound.out" && fail "a plan at its bound shows a gap of -0.0 %: $(cat "$work/at-bound.out")"
+  grep -q " 0.0% " "$work/at-bound.out" || fail "no gap of 0.0 %: $(cat "$work/at-bound.out")"
   expect_fail "--case with a missing cost file" "cost file .*nowhere.yaml does not exist" \
     scripts/bench-bound --octoplan "$octoplan" --bounds-only --case tiny-hybrid "$work/nowhere.yaml" 1
   expect_fail "--case with a bad TP" "TP 'two' is not a positive integer" \
