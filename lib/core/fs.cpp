@@ -208,6 +208,8 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
 }
 
 bool is_special_file(const std::string& path) {
+  // /dev/stdout redirected to a file is that file; "beside" it is still /dev.
+  if (named_descriptor(path) >= 0) return true;
   std::error_code ec;
   const std::filesystem::file_status st = std::filesystem::status(path, ec);
   return !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&

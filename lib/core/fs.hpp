@@ -36,8 +36,9 @@ struct FileRead {
 /// An empty path (output not requested) passes.
 void check_output_path(const std::string& path, std::string_view option);
 
-/// `path` exists (through symbolic links) and is neither a regular file nor a folder: a device, a
-/// FIFO, a socket. Such an output names no files beside it (-o /dev/null for a CSV and its stage
+/// `path` names a descriptor (/dev/stdout, /dev/fd/N: whatever it is redirected to) or exists
+/// (through symbolic links) and is neither a regular file nor a folder: a device, a FIFO, a socket.
+/// Such an output names no files beside it (-o /dev/null for a CSV and its stage
 /// file, or for a token prefix, wrote /dev/null.stages.json or /dev/null.bin, regular files in /dev).
 [[nodiscard]] bool is_special_file(const std::string& path);
 

@@ -320,6 +320,11 @@ TEST_CASE("a special file is a device, a FIFO or a socket, through links; not a 
   fs::create_symlink("/dev/null", dir / "to-null");
   fs::create_symlink(file, dir / "to-file");
   CHECK(is_special_file("/dev/null"));
+  // Descriptors, whatever they are redirected to (under ctest, a file or a pipe).
+  CHECK(is_special_file("/dev/stdout"));
+  CHECK(is_special_file("/dev/stderr"));
+  CHECK(is_special_file("/dev/fd/1"));
+  CHECK(is_special_file("/proc/self/fd/2"));
   CHECK(is_special_file(fifo));
   CHECK(is_special_file(dir / "to-null"));
   CHECK_FALSE(is_special_file(file));
