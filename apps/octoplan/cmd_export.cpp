@@ -49,7 +49,8 @@ void require_stage_file_place(const ExportArgs& a) {
   if (a.format != "torch-csv" || a.output.empty() || !a.stages_output.empty()) return;
   if (octo::is_special_file(a.output))
     throw octo::UsageError(
-        fmt::format("export: -o {} is not a regular file, so the stage file has no place beside it: give it "
+        fmt::format("export: -o {} is a device, a FIFO or a descriptor, so the stage file has no place "
+                    "beside it: give it "
                     "with --stages-out FILE",
                     a.output));
 }

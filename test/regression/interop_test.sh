@@ -153,7 +153,7 @@ export-import)
   [[ $(cat "$work/keep.json") == "keep me" ]] || fail "existing plan modified on error"
   expect_fail "torch-csv needs -o" "-o FILE.csv" "$octoplan" export "$work/1f1b.json" --format torch-csv
   # A CSV to a device has no place beside it for the stage file (it was /dev/null.stages.json).
-  expect_fail "torch-csv to a device" "-o /dev/null is not a regular file.*--stages-out" \
+  expect_fail "torch-csv to a device" "-o /dev/null is a device, a FIFO or a descriptor.*--stages-out" \
     "$octoplan" export "$work/1f1b.json" --format torch-csv -o /dev/null
   [[ ! -e /dev/null.stages.json ]] || fail "a stage file was written into /dev"
   # The same for /dev/stdout redirected to a file: the file is regular, but "beside" it is /dev.
@@ -161,7 +161,7 @@ export-import)
   rc=$?
   [[ ! -e /dev/stdout.stages.json ]] || { rm -f /dev/stdout.stages.json; fail "a stage file was written into /dev"; }
   [[ $rc -eq 2 ]] || fail "torch-csv to /dev/stdout (a file) without --stages-out: exit $rc, not 2"
-  grep -q -- "-o /dev/stdout is not a regular file.*--stages-out" "$work/stdout.err" || fail "no clear message for /dev/stdout"
+  grep -q -- "-o /dev/stdout is a device, a FIFO or a descriptor.*--stages-out" "$work/stdout.err" || fail "no clear message for /dev/stdout"
   run "$octoplan" export "$work/1f1b.json" --format torch-csv -o /dev/null --stages-out "$work/null.stages.json"
   [[ -s "$work/null.stages.json" ]] || fail "--stages-out beside a CSV to /dev/null: no stage file"
   # Recompute: refused with the reason, or stripped on request.
