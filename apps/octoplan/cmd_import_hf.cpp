@@ -1,6 +1,7 @@
 // octoplan import-hf: a model YAML from a Hugging Face config.json (lib/interop/hf_config.hpp).
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -65,9 +66,10 @@ Runner setup(CLI::App& app) {
   static ImportHfArgs args;
   CLI::App* cmd = app.add_subcommand(
       "import-hf",
-      "Write our model YAML from a Hugging Face config.json (Nemotron-H, Nemotron-3 MoE hybrids, Jamba, "
-      "Llama, "
-      "Mistral, Qwen2/3, Mixtral, Qwen-MoE); every key is mapped, known to be irrelevant, or reported");
+      fmt::format(
+          "Write our model YAML from a Hugging Face config.json ({}); every key is mapped, known to be "
+          "irrelevant, or reported",
+          fmt::join(octo::hf_architectures(), ", ")));
   cmd->add_option("config", args.config, "Hugging Face config.json")->required();
   cmd->add_option("-o,--output", args.output, "Model YAML to write (default: print it)");
   cmd->add_option("--seq", args.options.seq,

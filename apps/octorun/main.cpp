@@ -53,7 +53,7 @@ CLI::Option* add_backend_option(CLI::App& app, std::string& backend,
 int main(int argc, char** argv) {
   CLI::App app{
       "octorun: trains a model by running an octoplan plan, one MPI rank per pipeline device and "
-      "data-parallel replica (launch with mpirun -np DEVICES*DP or srun)."};
+      "data-parallel replica and tensor rank (launch with mpirun -np DEVICES*DP*TP or srun)."};
   app.set_version_flag("--version", fmt::format("octorun {}", octo::version()));
   const octo::exec::BackendRegistry& backends = octo::backends::registry();
   octo::exec::TrainOptions o;

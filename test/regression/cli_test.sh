@@ -27,6 +27,15 @@ help)
     "$octoplan" "$sub" --help >/dev/null || fail "octoplan $sub --help"
   done
   "$bin/octorun" --help >/dev/null || fail "octorun --help"
+  # import-hf's line lists the architectures of its registry, each of the shipped configs' included
+  # (written by hand, it missed Bamba and the three Mamba classes).
+  "$octoplan" --help >"$work/help.txt"
+  for hf in profiles/hf/*.config.json; do
+    arch=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["architectures"][0])' "$hf")
+    grep "import-hf" "$work/help.txt" | grep -qF "$arch" || fail "octoplan --help: import-hf does not name $arch"
+  done
+  "$bin/octorun" --help >"$work/help.txt"
+  grep -qF "mpirun -np DEVICES*DP*TP" "$work/help.txt" || fail "octorun --help: the rank count misses TP"
   expect_fail "no subcommand" "subcommand" "$octoplan"
   expect_fail "unknown option" "--frobnicate" "$octoplan" estimate profiles/models/tiny-hybrid.yaml --frobnicate
   ;;
