@@ -24,6 +24,7 @@
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
 #include "tune/fit.hpp"
+#include "tune/report.hpp"
 
 namespace octoplan {
 namespace {
@@ -38,26 +39,6 @@ struct BaselineArgs {
   std::string report;
   bool allow_oversubscribed = false;
 };
-
-/// "embedding M-M-M-M*" / "M-M*- head": the stage's layers by their labels, shortened.
-std::string stage_layers(const octo::ModelSpec& model, const octo::Stage& st) {
-  const int last = static_cast<int>(model.layers.size()) - 1;
-  bool symbols = true;
-  for (int l = std::max(st.first_layer, 1); l < std::min(st.end_layer, last); ++l)
-    symbols = symbols && model.layers[static_cast<std::size_t>(l)].label.size() <= 2;
-  std::string blocks;
-  for (int l = std::max(st.first_layer, 1); l < std::min(st.end_layer, last); ++l) {
-    if (!symbols && !blocks.empty()) blocks += ' ';
-    blocks += model.layers[static_cast<std::size_t>(l)].label;
-  }
-  constexpr std::size_t kWidth = 28;
-  if (blocks.size() > kWidth) blocks = blocks.substr(0, kWidth - 3) + "...";
-  std::string text;
-  if (st.first_layer == 0) text = "embedding";
-  if (!blocks.empty()) text += (text.empty() ? "" : " ") + blocks;
-  if (st.end_layer > last) text += text.empty() ? "head" : " head";
-  return text;
-}
 
 int run(const BaselineArgs& a) {
   const octo::Schedule& schedule = octo::get_schedule(a.schedule);
@@ -102,16 +83,17 @@ int run(const BaselineArgs& a) {
   fmt::print("Costs: {} ({}), cluster {}\n\n", octo::to_string(costs.source), costs.origin,
              inputs.cluster.name);
 
-  fmt::print("{:>5}  {:<9}  {:<34}  {:>6}  {:>10}\n", "stage", "layers", "blocks", "device", "F+B+W ms");
+  fmt::print("{:>5}  {:<9}  {:<36}  {:>6}  {:>10}\n", "stage", "layers", "labels", "device", "F+B+W ms");
   const std::vector<double> work = octo::layer_work_ms(costs, false);
   nlohmann::json stages = nlohmann::json::array();
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const octo::Stage& st = plan.stages[s];
     double ms = 0;
     for (int l = st.first_layer; l < st.end_layer; ++l) ms += work[static_cast<std::size_t>(l)];
-    fmt::print("{:>5}  {:<9}  {:<34}  {:>6}  {:>10.3f}{}\n", s,
-               fmt::format("{}-{}", st.first_layer, st.end_layer - 1), stage_layers(inputs.model, st),
-               st.device, ms, st.recompute ? "  (recompute)" : "");
+    fmt::print("{:>5}  {:<9}  {:<36}  {:>6}  {:>10.3f}{}\n", s,
+               fmt::format("{}-{}", st.first_layer, st.end_layer - 1),
+               octo::stage_labels(inputs, st.first_layer, st.end_layer), st.device, ms,
+               st.recompute ? "  (recompute)" : "");
     stages.push_back({{"stage", s},
                       {"layers", {st.first_layer, st.end_layer}},
                       {"device", st.device},

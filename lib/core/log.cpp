@@ -39,7 +39,6 @@ State& state() {
 }  // namespace
 
 void set_rank(int rank) { state().rank = rank; }
-void set_level(Level level) { state().level = level; }
 Level level() { return state().level; }
 
 bool enabled(Level lvl, std::string_view sub) {

@@ -12,7 +12,6 @@ enum class Level { Debug = 0, Info = 1, Warn = 2, Error = 3, Quiet = 4 };
 
 /// Sets the rank printed in front of every line (-1: no rank prefix, the planner's case).
 void set_rank(int rank);
-void set_level(Level level);
 [[nodiscard]] Level level();
 [[nodiscard]] bool enabled(Level level, std::string_view subsys);
 void write(Level level, std::string_view subsys, std::string_view message);

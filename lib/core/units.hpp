@@ -55,7 +55,6 @@ struct SpanUs {
   double start_us = 0;
   double end_us = 0;
   [[nodiscard]] constexpr double duration_us() const { return end_us - start_us; }
-  [[nodiscard]] constexpr SpanMs to_ms() const { return {us_to_ms(start_us), us_to_ms(end_us)}; }
 };
 
 }  // namespace octo

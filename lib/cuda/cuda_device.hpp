@@ -64,7 +64,6 @@ class CudaDevice final : public nn::Device {
   void stream_wait(cudaStream_t waiter, cudaStream_t producer);
 
   [[nodiscard]] GemmPrecision gemm_precision() const { return gemm_; }
-  void set_gemm_precision(GemmPrecision p) { gemm_ = p; }
 
   [[nodiscard]] AllocatorStats allocator_stats() const { return allocator_.stats(); }
   /// Returns cached blocks to the driver (synchronizes).

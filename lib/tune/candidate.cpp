@@ -36,13 +36,6 @@ std::string Candidate::describe() const {
   return text;
 }
 
-bool Evaluation::better_than(const Evaluation& other) const {
-  if (ok != other.ok) return ok;
-  if (!ok) return false;
-  if (fits_memory != other.fits_memory) return fits_memory;
-  return makespan_ms < other.makespan_ms;
-}
-
 Evaluator::Evaluator(const PlannerInputs& inputs, int pp, int microbatches, double memory_limit_bytes)
     : inputs_(inputs), pp_(pp), m_(microbatches), limit_(memory_limit_bytes) {
   if (pp < 1) fail("tuner: {} pipeline devices (expected at least 1)", pp);

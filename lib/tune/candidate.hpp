@@ -71,9 +71,6 @@ struct Evaluation {
   std::vector<double> busy_ms, idle_ms;  ///< per device
   std::vector<std::int64_t> peak_memory_bytes;
   std::vector<std::int64_t> static_bytes;
-
-  /// Lexicographic: ok, then fits, then shorter makespan.
-  [[nodiscard]] bool better_than(const Evaluation& other) const;
 };
 
 /// The evaluation fields of a simulation (ok, times, memory per device).

@@ -14,8 +14,8 @@ namespace octo {
 /// evaluations)".
 [[nodiscard]] std::string format_progress(const TuneProgress& progress);
 
-/// Layer labels of [first, end) in compact form: "embedding M-M-M* (6 layers)"; long runs are
-/// shortened in the middle.
+/// Layer labels of [first, end) in compact form: "embedding M-M-M*"; long runs are shortened in
+/// the middle.
 [[nodiscard]] std::string stage_labels(const PlannerInputs& inputs, int first, int end);
 
 /// The readable summary of a tuned plan: inputs, search, stages (layer ranges and labels, device,

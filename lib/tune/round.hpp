@@ -1,5 +1,5 @@
 #pragma once
-/// One search round of the tuner (DESIGN.md "Tuner" (2)–(3b)) under one seed: the seeds and local
+/// One search round of the tuner (tuner.hpp steps 2–4) under one seed: the seeds and local
 /// search (tune/search.hpp) under the memory limit the baselines allow, once more under the peak
 /// of the fastest baseline when nothing fits although the static memory would, then the polish
 /// (tune/polish.hpp) of the best plan and the elite. `tune` runs TuneOptions::searches rounds from

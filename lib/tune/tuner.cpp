@@ -27,7 +27,8 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   if (!(options.time_budget_s > 0) || !std::isfinite(options.time_budget_s))
     fail_usage("--time-budget: {} (expected a finite number of seconds > 0)", options.time_budget_s);
   if (!(options.wall_cap_s >= 0) || !std::isfinite(options.wall_cap_s))
-    fail_usage("--wall-cap: {} (expected a finite number of seconds > 0)", options.wall_cap_s);
+    fail_usage("--wall-cap: {} (expected a finite number of seconds; 0: the default cap)",
+               options.wall_cap_s);
   if (options.searches < 1 || options.searches > kMaxSearches)
     fail_usage("--searches: {} (expected 1 to {})", options.searches, kMaxSearches);
   const int p = inputs.pp, m = inputs.microbatches;

@@ -5,17 +5,21 @@
 ///
 /// 1. Baselines (tune/baselines.hpp): the ten schedules users run today; the best one that fits
 ///    the memory limit is the incumbent, so the result is never worse than it.
-/// 2. Seeds (tune/seeds.hpp): partitions and placements of p … 8p stages and of one stage per
-///    layer, ranked by their proven structure bound, list-scheduled (sched/list_scheduler.hpp)
-///    under a grid of scheduler options, with recompute where memory demands it.
+/// 2. Seeds (tune/seeds.hpp): partitions and placements of p … 12p stages and of one stage per
+///    layer (fixed shapes, map-searched, head-run and packed layouts), ranked by their proven
+///    structure bound, list-scheduled (sched/list_scheduler.hpp) under a grid of scheduler
+///    options, with recompute where memory demands it.
 /// 3. Local search (tune/search.hpp) from the best seeds: each round asks every neighbourhood
-/// (tune/neighbourhood.hpp,
-///    one file each in tune/moves/: partition, schedule options, recompute, placement, structure,
-///    layer, reorder of the critical path) for candidates, evaluates them in chunks
-///    (tune/batch.hpp) and keeps the best improvement (tune/incumbent.hpp); candidates whose
-///    bound cannot beat the current plan are pruned unseen. Seeded random kicks (tune/kick.hpp)
-///    restart the descent from the best plan until no step helps, the budget ends
-///    (tune/budget.hpp) or the plan reaches the lower bound for any plan (sim/lower_bound.hpp).
+///    (tune/neighbourhood.hpp, one file each in tune/moves/: partition, schedule options, slack,
+///    recompute, placement, structure, layer, reorder of the critical path) for candidates,
+///    evaluates them in chunks (tune/batch.hpp) and keeps the best improvement
+///    (tune/incumbent.hpp); candidates whose bound cannot beat the current plan are pruned unseen.
+///    Seeded random kicks (tune/kick.hpp) restart the descent from the best plan until no step
+///    helps, the budget ends (tune/budget.hpp) or the plan reaches the lower bound for any plan
+///    (sim/lower_bound.hpp).
+/// 4. Polish (tune/polish.hpp): the order search and the forward–backward justification of the
+///    best plan and of an elite of others, on the work budget set aside for it; one search round
+///    (tune/round.hpp) is steps 2–4 under one seed.
 /// Candidates are generated deterministically and evaluated on a thread pool in fixed chunks,
 /// reduced in candidate order: for a given seed and thread count the result is the same on every
 /// run (the budget is counted in work, not seconds) unless the wall-clock cap ends the search on a

@@ -228,8 +228,6 @@ std::uint8_t indexed_dtype_code(TokenType type) {
       to_string(type));
 }
 
-TokenType indexed_dataset_type(std::int64_t vocab) { return vocab < 65500 ? TokenType::U16 : TokenType::I32; }
-
 void write_indexed_dataset(const std::string& prefix, std::span<const std::int64_t> tokens,
                            std::span<const std::size_t> document_lengths, TokenType type) {
   const std::uint8_t code = indexed_dtype_code(type);

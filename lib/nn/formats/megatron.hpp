@@ -24,9 +24,6 @@ namespace octo::nn::formats {
 /// The dtype code of the .idx header for `type`.
 [[nodiscard]] std::uint8_t indexed_dtype_code(TokenType type);
 
-/// The type Megatron chooses for a vocabulary: uint16 below 65500 ids, else int32.
-[[nodiscard]] TokenType indexed_dataset_type(std::int64_t vocab);
-
 /// Writes PREFIX.bin and PREFIX.idx, one sequence per document (`document_lengths` sum to
 /// tokens.size()), each file through a temporary file and a rename. Throws octo::Error when a
 /// token does not fit `type` or a file cannot be written.
