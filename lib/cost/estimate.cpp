@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/error.hpp"
 #include "cost/terms.hpp"
@@ -155,7 +156,13 @@ double pass_ms(const LayerWork& work, Pass pass, const DeviceKind& device, DType
 void check_tensor_parallel(const ModelSpec& model, int tp) { check_tp(model, tp); }
 
 const LinkSpec& tp_link(const ClusterSpec& cluster, int tp) {
-  return tp <= cluster.nvlink_domain_size() ? cluster.intra_node : cluster.inter_node;
+  if (tp <= 1) return cluster.intra_node;
+  // Which groups straddle a domain boundary repeats every lcm(tp, domain) ranks.
+  const std::int64_t period = std::lcm<std::int64_t>(tp, cluster.nvlink_domain_size());
+  const std::int64_t end = std::min<std::int64_t>(period, cluster.world());
+  for (std::int64_t first = 0; first + tp <= end; first += tp)
+    if (&cluster.group_link(static_cast<int>(first), 1, tp) == &cluster.inter_node) return cluster.inter_node;
+  return tp <= cluster.world() ? cluster.intra_node : cluster.inter_node;
 }
 
 TpCollectiveMs tp_collective_ms(const ModelSpec& model, const ClusterSpec& cluster, std::size_t layer,

@@ -102,7 +102,10 @@ struct TpCollectiveMs {
 /// Throws octo::Error ("--tp T: does not divide the attention heads ...") unless every TP-sharded
 /// size of the model divides by (or, for KV heads, is divided by) `tp`.
 void check_tensor_parallel(const ModelSpec& model, int tp);
-/// The link a TP group of `tp` consecutive ranks uses: intra-node within an NVLink domain.
+/// The link the TP groups (`tp` consecutive ranks each, Megatron's order) run their collectives
+/// on: intra-node when every group lies inside one NVLink domain, else inter-node — one group that
+/// straddles two domains (tp 2 on nodes of 3 devices: ranks 2 and 3) sets the pace of its pipeline
+/// device, and the per-layer costs are one figure for all of them.
 [[nodiscard]] const LinkSpec& tp_link(const ClusterSpec& cluster, int tp);
 
 /// Constants of the estimate (see estimate.cpp for why each has its value).

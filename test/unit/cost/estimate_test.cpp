@@ -430,3 +430,33 @@ TEST_CASE("shipped estimated costs are up to date with the estimator", "[cost][e
     }
   }
 }
+
+TEST_CASE("a TP group that straddles two nodes runs its collectives on the inter-node link",
+          "[cost][estimate]") {
+  auto cluster = [](int nodes, int per_node, int domain = 0) {
+    octo::ClusterSpec c = test_cluster();
+    c.nodes = nodes;
+    c.devices_per_node = per_node;
+    c.nvlink_domain = domain;
+    c.device_kind_of.assign(static_cast<std::size_t>(nodes * per_node), 0);
+    return c;
+  };
+  const octo::ClusterSpec three = cluster(2, 3);  // TP 2: ranks {0,1} {2,3} {4,5}; {2,3} spans nodes
+  CHECK(&octo::tp_link(three, 2) == &three.inter_node);
+  CHECK(&octo::tp_link(three, 3) == &three.intra_node);
+  CHECK(&octo::tp_link(three, 6) == &three.inter_node);
+  const octo::ClusterSpec four = cluster(2, 4);
+  CHECK(&octo::tp_link(four, 1) == &four.intra_node);
+  CHECK(&octo::tp_link(four, 2) == &four.intra_node);
+  CHECK(&octo::tp_link(four, 4) == &four.intra_node);
+  CHECK(&octo::tp_link(four, 8) == &four.inter_node);
+  // NVLink domains of 6 in nodes of 12: TP 4 groups {4..7} and {16..19} straddle a domain.
+  const octo::ClusterSpec domains = cluster(2, 12, 6);
+  CHECK(&octo::tp_link(domains, 4) == &domains.inter_node);
+  CHECK(&octo::tp_link(domains, 3) == &domains.intra_node);
+  // Priced so: the straddling TP 2 costs more than the aligned one, by the slower link.
+  const auto m = test_model();
+  octo::EstimateOptions o;
+  o.tp = 2;
+  CHECK(octo::estimate_costs(m, three, o).layers[2].f_ms > octo::estimate_costs(m, four, o).layers[2].f_ms);
+}
