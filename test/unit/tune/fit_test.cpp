@@ -6,11 +6,14 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <string>
+#include <utility>
 
 #include "core/units.hpp"
 #include "cost/inputs.hpp"
 #include "sched/baseline.hpp"
+#include "support/temp_dir.hpp"
 
 namespace octo {
 namespace {
@@ -106,6 +109,54 @@ TEST_CASE("fit advice: recompute, TP and micro-batch changes are verified with e
     }
     CHECK(one_f_one_b(changed).predicted->fits_memory);
   }
+}
+
+TEST_CASE("fit advice: a pipeline size counts as fitting when the uniform split fits it", "[tune][fit]") {
+  // synthetic-uniform whose first 16 blocks are ten times cheaper in time than the last 16: the
+  // balanced 1F1B split at PP 2 gives device 0 about 23 blocks (their memory is the same as the
+  // others'), the uniform one 16. With a limit between the two, PP 2 fits uniform only; the advice
+  // tried the balanced split alone and named a larger PP.
+  octo::test::TempDir dir("fit");
+  const std::string costs = dir / "costs.yaml";
+  {
+    std::ofstream out(costs);
+    out << "source: estimated\nmodel: synthetic-uniform\ndevice: synthetic\n"
+           "shape: {micro_batch: 1, seq: 256, tp: 1}\np2p: {bandwidth_gbs: 1.0e+30, latency_us: 0}\n"
+           "layers:\n"
+           "  - {label: embedding, f_ms: 0, b_ms: 0, w_ms: 0, r_ms: 0, activation_bytes: 0, wgrad_bytes: 0, "
+           "output_bytes: 131072, params: 0}\n"
+           "  - {label: \"-\", f_ms: 0.1, b_ms: 0.1, w_ms: 0.1, r_ms: 0.1, activation_bytes: 1835008, "
+           "wgrad_bytes: 655360, output_bytes: 131072, params: 786688, repeat: 16}\n"
+           "  - {label: \"-\", f_ms: 1, b_ms: 1, w_ms: 1, r_ms: 1, activation_bytes: 1835008, wgrad_bytes: "
+           "655360, "
+           "output_bytes: 131072, params: 786688, repeat: 16}\n"
+           "  - {label: lm_head, f_ms: 0, b_ms: 0, w_ms: 0, r_ms: 0, activation_bytes: 0, wgrad_bytes: 0, "
+           "output_bytes: 0, params: 0}\n";
+  }
+  auto plan_at = [&](int pp, PartitionKind partition, double limit_gib) {
+    InputOptions o;
+    o.model_path = kModels + "synthetic-uniform.yaml";
+    o.costs_path = costs;
+    o.pp = pp;
+    o.microbatches = 16;
+    o.memory_limit_gib = limit_gib;
+    const PlannerInputs in = load_inputs(o);
+    BaselineOptions b;
+    b.schedule = "1f1b";
+    b.partition = partition;
+    return std::make_pair(in, build_baseline(in, b));
+  };
+  const double balanced =
+      static_cast<double>(plan_at(2, PartitionKind::Balanced, 1000).second.predicted->max_peak_memory_bytes);
+  const double uniform =
+      static_cast<double>(plan_at(2, PartitionKind::Uniform, 1000).second.predicted->max_peak_memory_bytes);
+  REQUIRE(uniform < 0.9 * balanced);
+  const double limit_gib = to_gib((uniform + balanced) / 2);
+  const auto [in, plan] = plan_at(1, PartitionKind::Balanced, limit_gib);
+  REQUIRE_FALSE(plan.predicted->fits_memory);
+  const FitAdvice advice = advise_fit(in, plan, true);
+  REQUIRE_FALSE(advice.changes.empty());
+  CHECK(advice.changes[0] == "--pp 2");
 }
 
 TEST_CASE("fit advice names the cluster a change needs when it exceeds the one planned for", "[tune][fit]") {
