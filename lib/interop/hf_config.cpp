@@ -195,10 +195,23 @@ const json* Config::value(std::string_view key) {
   return j;
 }
 
+namespace {
+
+/// What a value is, for messages: json_type, except that Python's float literals (read as the
+/// strings "Infinity", "-Infinity", "NaN": import_hf_config) are named as written.
+std::string kind_of(const json& j) {
+  if (j.is_string())
+    for (const std::string_view literal : {"Infinity", "-Infinity", "NaN"})
+      if (j.get_ref<const std::string&>() == literal) return std::string(literal);
+  return std::string(json_type(j));
+}
+
+}  // namespace
+
 std::int64_t Config::integer(std::string_view key, std::int64_t min, std::int64_t max) {
   const json* j = value(key);
   if (!j || j->is_null()) fail(key, "missing", fmt::format("an integer >= {}", min));
-  if (!j->is_number_integer()) fail(key, fmt::format("is {}", json_type(*j)), "an integer");
+  if (!j->is_number_integer()) fail(key, fmt::format("is {}", kind_of(*j)), "an integer");
   if (j->is_number_unsigned() && j->get<std::uint64_t>() > static_cast<std::uint64_t>(max))
     fail(key, fmt::format("{} is too large", j->get<std::uint64_t>()), fmt::format("at most {}", max));
   const std::int64_t v = j->get<std::int64_t>();
@@ -234,7 +247,7 @@ std::string Config::string_or(std::string_view key, std::string fallback) {
 bool Config::boolean_or(std::string_view key, bool fallback) {
   const json* j = value(key);
   if (!j || j->is_null()) return fallback;
-  if (!j->is_boolean()) fail(key, fmt::format("is {}", json_type(*j)), "true or false");
+  if (!j->is_boolean()) fail(key, fmt::format("is {}", kind_of(*j)), "true or false");
   return j->get<bool>();
 }
 
@@ -242,7 +255,7 @@ std::vector<std::int64_t> Config::integers(std::string_view key, std::int64_t mi
   const json* j = value(key);
   std::vector<std::int64_t> out;
   if (!j || j->is_null()) return out;
-  if (!j->is_array()) fail(key, fmt::format("is {}", json_type(*j)), "a list of integers");
+  if (!j->is_array()) fail(key, fmt::format("is {}", kind_of(*j)), "a list of integers");
   for (std::size_t i = 0; i < j->size(); ++i) {
     const json& e = (*j)[i];
     if (!e.is_number_integer() || (e.is_number_unsigned() && e.get<std::uint64_t>() > kMaxInputInteger) ||
@@ -416,9 +429,48 @@ std::string generated_problem(const InputError& e, std::string_view yaml) {
   return fmt::format("{}, in the generated line \"{}\"", text, line);
 }
 
+/// Python's json module, which writes every config.json, writes float('inf') and NaN as the
+/// literals Infinity, -Infinity and NaN, which JSON does not have (a Mamba2 config's
+/// "time_step_limit": [0.0, Infinity]). Outside strings they read as the strings "Infinity",
+/// "-Infinity" and "NaN" here: the keys that carry them are ones a plan does not depend on, and a
+/// key we map says it expected a number (null would read as absent and take the default).
+std::string python_literals_as_strings(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    const auto word = [&](std::size_t at) {
+      return at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) != 0 || text[at] == '_');
+    };
+    bool replaced = false;
+    for (const std::string_view literal : {"-Infinity", "Infinity", "NaN"})
+      if (text.substr(i, literal.size()) == literal && (i == 0 || !word(i - 1)) &&
+          !word(i + literal.size())) {
+        out += '"';
+        out += literal;
+        out += '"';
+        i += literal.size() - 1;
+        replaced = true;
+        break;
+      }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
-HfImport import_hf_config(std::string_view text, const std::string& source, const HfImportOptions& o) {
+HfImport import_hf_config(std::string_view raw_text, const std::string& source, const HfImportOptions& o) {
+  const std::string json_text = python_literals_as_strings(raw_text);
+  const std::string_view text = json_text;
   const json root = parse_json(text, source);
   if (!root.is_object())
     throw InputError(SourceLocation{source}, "", fmt::format("the config is {}", json_type(root)),

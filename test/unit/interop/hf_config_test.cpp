@@ -516,3 +516,25 @@ TEST_CASE("import-hf: Mamba, Mamba2 and Bamba against their closed-form paramete
                         seq),
                "use_bias: true is not supported"));
 }
+
+TEST_CASE("import-hf: Python's Infinity and NaN literals are read outside strings, refused where mapped") {
+  // Mamba2Config writes its default time_step_limit (0.0, inf) as [0.0, Infinity]: the whole config
+  // was refused as invalid JSON.
+  octo::HfImportOptions seq;
+  seq.seq = 2048;
+  const std::string mamba2 =
+      R"({"architectures": ["Mamba2ForCausalLM"], "hidden_size": 768, "num_hidden_layers": 2,
+    "vocab_size": 50280, "num_heads": 24, "head_dim": 64, "state_size": 128, "n_groups": 1, "expand": 2,
+    "conv_kernel": 4, "time_step_limit": [0.0, Infinity], "time_step_min": -Infinity, "time_step_max": NaN,
+    "model_type": "mamba2", "_name_or_path": "NaN Infinity"})";
+  const octo::HfImport m = octo::import_hf_config(mamba2, "mamba2.json", seq);
+  CHECK(m.model.layers.size() == 4);
+  CHECK(m.model.name == "nan-infinity");  // a string keeps its text (made a name)
+  // A key we map says it wanted a number (as null it would have taken the default, 128).
+  std::string bad = mamba2;
+  bad.replace(bad.find("\"state_size\": 128"), 17, "\"state_size\": NaN");
+  INFO(error_of(bad, seq));
+  CHECK(contains(error_of(bad, seq), "state_size: is NaN (expected an integer)"));
+  // A word that only starts like a literal is no literal: still invalid JSON.
+  CHECK(contains(error_of(R"({"architectures": ["Mamba2ForCausalLM"], "x": Infinityx})"), "invalid JSON"));
+}
