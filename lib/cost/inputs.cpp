@@ -150,8 +150,9 @@ PlannerInputs load_inputs(const InputOptions& o) {
     in.cluster_yaml = std::string(default_cluster_yaml());
     in.cluster = default_cluster();
   } else {
-    in.cluster_yaml = yaml::read_input_file(o.cluster_path, "a cluster YAML file");
-    in.cluster = parse_cluster(in.cluster_yaml, o.cluster_path);
+    ClusterText text = read_cluster_text(o.cluster_path);
+    in.cluster_yaml = std::move(text.yaml);
+    in.cluster = parse_cluster(in.cluster_yaml, text.source);
   }
 
   // Overrides: the command line wins over the files.

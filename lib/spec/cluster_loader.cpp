@@ -1,6 +1,12 @@
 // Cluster YAML → ClusterSpec, and the ClusterSpec topology queries.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "core/embedded.hpp"
 #include "core/units.hpp"
@@ -130,9 +136,21 @@ ClusterSpec parse_cluster(std::string_view yaml_text, const std::string& source)
   }
 }
 
-ClusterSpec load_cluster(const std::string& path) {
-  std::string text = yaml::read_input_file(path, "a cluster YAML file");
-  return parse_cluster(text, path);
+ClusterText read_cluster_text(const std::string& arg) {
+  std::error_code ec;
+  if (!std::filesystem::exists(arg, ec))
+    if (const std::optional<std::string_view> shipped = shipped_cluster_yaml(arg))
+      return {std::string(*shipped), fmt::format("<embedded {}.yaml>", arg)};
+  std::vector<std::string_view> names;
+  for (const ShippedCluster& c : shipped_clusters()) names.push_back(c.name);
+  return {yaml::read_input_file(arg, fmt::format("a cluster YAML file, or a shipped cluster by name: {}",
+                                                 fmt::join(names, ", "))),
+          arg};
+}
+
+ClusterSpec load_cluster(const std::string& arg) {
+  const ClusterText text = read_cluster_text(arg);
+  return parse_cluster(text.yaml, text.source);
 }
 
 ClusterSpec default_cluster() {

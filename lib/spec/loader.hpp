@@ -41,7 +41,17 @@ namespace octo {
 /// Parses model YAML text; `source` names it in messages.
 [[nodiscard]] ModelSpec parse_model(std::string_view yaml, const std::string& source);
 
-[[nodiscard]] ClusterSpec load_cluster(const std::string& path);
+/// A `--cluster` argument's YAML text and the name it goes by in messages.
+struct ClusterText {
+  std::string yaml;
+  std::string source;
+};
+/// `--cluster ARG`: the YAML file ARG, or, where no such file exists, the shipped cluster of that
+/// name (profiles/clusters/NAME.yaml, compiled in: "<embedded h100-16x8.yaml>"). A missing file of
+/// no such name is an InputError that lists the shipped names.
+[[nodiscard]] ClusterText read_cluster_text(const std::string& arg);
+/// parse_cluster(read_cluster_text(arg)).
+[[nodiscard]] ClusterSpec load_cluster(const std::string& arg);
 [[nodiscard]] ClusterSpec parse_cluster(std::string_view yaml, const std::string& source);
 /// The embedded default cluster (h100x8).
 [[nodiscard]] ClusterSpec default_cluster();

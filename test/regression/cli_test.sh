@@ -47,6 +47,11 @@ estimate-errors)
   printf 'name: bad\nvocab: 256\nhiden: 64\n' >"$work/typo.yaml"
   expect_fail "unknown key" "typo.yaml:3:1: .*hiden" "$octoplan" estimate "$work/typo.yaml" -o "$work/out.yaml"
   expect_fail "missing file" "nowhere.yaml" "$octoplan" estimate "$work/nowhere.yaml" -o "$work/out.yaml"
+  # A shipped cluster by name; an unknown name lists them.
+  "$octoplan" estimate profiles/models/tiny-hybrid.yaml --cluster a100x8 >"$work/a100.txt" || fail "--cluster a100x8 by name"
+  grep -q "on A100-SXM-80GB (a100x8)" "$work/a100.txt" || fail "--cluster a100x8 did not load the shipped a100x8"
+  expect_fail "an unknown cluster name" "h100-16x9: file not found .*shipped cluster by name: a100x8, cpu-local, h100-16x8, h100x8" \
+    "$octoplan" estimate profiles/models/tiny-hybrid.yaml --cluster h100-16x9
   printf 'name: [unclosed\n' >"$work/syntax.yaml"
   expect_fail "YAML syntax" "syntax.yaml:[0-9]+:[0-9]+" "$octoplan" estimate "$work/syntax.yaml" -o "$work/out.yaml"
   [[ $(cat "$work/out.yaml") == "keep me" ]] || fail "existing output was modified on error"

@@ -380,7 +380,9 @@ TEST_CASE("cluster: malformed inputs") {
     (void)octo::load_cluster("/nonexistent/c.yaml");
     FAIL("no error");
   } catch (const octo::InputError& e) {
-    CHECK(std::string(e.what()) == "/nonexistent/c.yaml: file not found (expected a cluster YAML file)");
+    CHECK(std::string(e.what()) ==
+          "/nonexistent/c.yaml: file not found (expected a cluster YAML file, or a shipped cluster by name: "
+          "a100x8, cpu-local, h100-16x8, h100x8)");
   }
 }
 

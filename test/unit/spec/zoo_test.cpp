@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include "core/embedded.hpp"
+#include "core/error.hpp"
 #include "spec/loader.hpp"
 
 namespace {
@@ -59,6 +63,33 @@ TEST_CASE("every shipped cluster loads, and the default is h100x8") {
   CHECK(d.device(7).name == "H100-SXM-80GB");
   CHECK(d.device(0).memory_gib == 80);
   CHECK(d.pipeline_size() == 8);
+}
+
+TEST_CASE("a shipped cluster is taken by name, as its file says; another name lists them") {
+  std::size_t files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(OCTO_SOURCE_DIR) + "/profiles/clusters")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++files;
+    const std::string name = entry.path().stem().string();
+    INFO(name);
+    const octo::ClusterText by_name = octo::read_cluster_text(name);
+    CHECK(by_name.source == "<embedded " + name + ".yaml>");
+    std::ifstream in(entry.path());
+    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(by_name.yaml == file);
+    CHECK(octo::load_cluster(name).name == name);
+  }
+  CHECK(octo::shipped_clusters().size() == files);
+  CHECK(std::string(octo::default_cluster_yaml()) == octo::read_cluster_text("h100x8").yaml);
+  try {
+    (void)octo::load_cluster("h100-16x9");
+    FAIL("an unknown name loaded");
+  } catch (const octo::Error& e) {
+    CHECK_THAT(e.what(),
+               Catch::Contains("h100-16x9: file not found") &&
+                   Catch::Contains("a shipped cluster by name: a100x8, cpu-local, h100-16x8, h100x8"));
+  }
 }
 
 TEST_CASE("layer counts of the Nemotron-H patterns match the published layer mix") {
