@@ -77,6 +77,7 @@ int run(const BaselineArgs& a) {
   fmt::print("Baseline {}: {} on {} pipeline devices (tp {}, dp {}), {} micro-batches of {} x {} tokens\n",
              plan.method, inputs.model.name, plan.devices, plan.tp, plan.dp, plan.microbatches,
              plan.micro_batch, plan.seq);
+  fmt::print("{}", octo::idle_devices_note(inputs.cluster, plan));
   fmt::print("Schedule {}: {}; {} stage{} per device, {} placement; {} partition\n", schedule.name(),
              schedule.description(), v, v == 1 ? "" : "s", octo::to_string(schedule.placement()),
              a.partition);

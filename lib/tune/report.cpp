@@ -88,6 +88,18 @@ std::string format_progress(const TuneProgress& p) {
                      p.best_fits_memory ? "" : " (does not fit)", p.evaluations);
 }
 
+std::string idle_devices_note(const ClusterSpec& cluster, const Plan& plan) {
+  const std::int64_t replica = static_cast<std::int64_t>(plan.devices) * std::max(plan.tp, 1);
+  const std::int64_t used = replica * std::max(plan.dp, 1);
+  const std::int64_t world = cluster.world();
+  if (used >= world || replica <= 0) return {};
+  std::string out = fmt::format("note: the plan uses {} of the {} devices of {}", used, world, cluster.name);
+  if (world % replica == 0)
+    out += fmt::format("; --dp {} would run {} on the rest", world / replica,
+                       world / replica - std::max(plan.dp, 1) == 1 ? "a replica" : "replicas");
+  return out + "\n";
+}
+
 std::string stage_labels(const PlannerInputs& in, int first, int end) {
   // Pattern symbols run together ("M-M*"); longer labels ("embedding", Jamba's "ME") stand apart.
   std::string text;
@@ -108,6 +120,7 @@ std::string format_plan_summary(const PlannerInputs& in, const TuneResult& r) {
       "octopipe plan: {} on {} — {} pipeline devices (tp {}, dp {}), {} micro-batches of {} x {} tokens\n",
       in.model.name, in.cluster.name, plan.devices, plan.tp, plan.dp, plan.microbatches, plan.micro_batch,
       plan.seq);
+  out += idle_devices_note(in.cluster, plan);
   if (plan.tp > 1 || plan.dp > 1 || plan.ep > 1) {
     // What the groups around the pipeline cost, as shares of the iteration (tune/parallel_search.hpp).
     const CommShares shares = comm_shares(in, plan, r.sim);
@@ -228,6 +241,7 @@ std::string format_comparison(const PlannerInputs& in, const TuneResult& r) {
       human_count(static_cast<double>(active_params(in.model))), in.cluster.name, r.plan.devices, r.plan.tp,
       r.plan.dp, r.plan.microbatches,
       in.memory_limit_bytes > 0 ? gib(in.memory_limit_bytes) : std::string("unlimited"));
+  out += idle_devices_note(in.cluster, r.plan);
   if (r.baselines_recompute_to_fit)
     out +=
         "(baselines that do not fit otherwise recompute every stage, as a framework user would: marked rc, "

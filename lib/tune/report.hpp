@@ -14,6 +14,12 @@ namespace octo {
 /// evaluations)".
 [[nodiscard]] std::string format_progress(const TuneProgress& progress);
 
+/// "" when the plan's ranks (pipeline devices x TP x DP) fill the cluster, else a line saying how
+/// many of its devices stay idle and the --dp that would use them, as Megatron-LM derives DP from the
+/// world size: "note: the plan uses 4 of the 8 devices of h100x8; --dp 2 would run a replica on the
+/// rest\n".
+[[nodiscard]] std::string idle_devices_note(const ClusterSpec& cluster, const Plan& plan);
+
 /// Layer labels of [first, end) in compact form: "embedding M-M-M*"; long runs are shortened in
 /// the middle.
 [[nodiscard]] std::string stage_labels(const PlannerInputs& inputs, int first, int end);
