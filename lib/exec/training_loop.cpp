@@ -156,6 +156,18 @@ TrainingLoop::Resumed TrainingLoop::resume() {
     json now_cmp = now;
     now_cmp.erase("file");
     if (then != now_cmp) fmt::print("octorun: re-planned: continuing under {}\n", describe_plan(now));
+    // A plan of other micro-batch counts, sizes or replicas trains on another global batch: the
+    // learning rate tuned for the old one may not suit it (Megatron-LM users keep it fixed).
+    const auto sequences = [](const json& p) {
+      return p.value("microbatches", std::int64_t{0}) * p.value("micro_batch", std::int64_t{0}) *
+             p.value("dp", std::int64_t{1});
+    };
+    if (const std::int64_t before = sequences(then), after = sequences(now); before > 0 && before != after)
+      fmt::print(
+          "octorun: note: the global batch changes from {} to {} sequences per step ({} x {} x dp {} then, "
+          "{} x {} x dp {} now)\n",
+          before, after, then.value("microbatches", 0), then.value("micro_batch", 0), then.value("dp", 1),
+          now.value("microbatches", 0), now.value("micro_batch", 0), now.value("dp", 1));
     json saved_schedule = manifest->lr_schedule;
     saved_schedule.erase("last_lr");
     const json now_schedule = schedule_json(options_.schedule);

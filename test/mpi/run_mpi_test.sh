@@ -490,9 +490,16 @@ PY
     mpirun_n "$np" "$octorun" "$dir/$name.json" --steps 20 --load "$dir/ckpt/step-00000010" \
       --metrics "$dir/$name.jsonl" >"$dir/$name.log" 2>&1 || { cat "$dir/$name.log"; fail "loading under $name failed"; }
     grep -q "re-planned: continuing under" "$dir/$name.log" || { cat "$dir/$name.log"; fail "$name: no re-plan notice"; }
+    grep -q "global batch changes" "$dir/$name.log" && fail "$name: a batch-change note for the same global batch"
     echo "$name:"
     same_losses "$dir/pp2.jsonl" "$dir/$name.jsonl" 1e-5
   done
+  # A plan of 8 micro-batches trains on twice the global batch: said at the restart.
+  microbatches=8 small_plan 1f1b 2 "$dir/m8.json"
+  mpirun_n 2 "$octorun" "$dir/m8.json" --steps 11 --load "$dir/ckpt/step-00000010" >"$dir/m8.log" 2>&1 ||
+    { cat "$dir/m8.log"; fail "loading under 8 micro-batches failed"; }
+  grep -q "note: the global batch changes from 4 to 8 sequences per step (4 x 1 x dp 1 then, 8 x 1 x dp 1 now)" \
+    "$dir/m8.log" || { cat "$dir/m8.log"; fail "no note of the global batch change"; }
   ;;
 tied)
   # Tied embeddings (tie_embeddings: true): the embedding and the LM head on two ranks (1F1B: the
