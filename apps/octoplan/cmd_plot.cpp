@@ -58,7 +58,8 @@ int run(const PlotArgs& a) {
     if (!plan.model_yaml.empty()) po.model_name = octo::parse_model(plan.model_yaml, a.plan).name;
     octo::plot::Picture picture = octo::plot::plan_picture(plan, r, po);
     if (!a.run.empty())
-      octo::plot::add_run(picture, plan, octo::parse_json(octo::read_file(a.run), a.run), a.run, a.comm);
+      octo::plot::add_run(picture, plan, a.plan, octo::parse_json(octo::read_file(a.run), a.run), a.run,
+                          a.comm);
     svg = octo::plot::picture_svg(picture);
     for (const std::string& line : picture.title) fmt::print("{}\n", line);
   }

@@ -10,6 +10,7 @@
 #include "core/json_reader.hpp"
 #include "core/units.hpp"
 #include "plan/run_report.hpp"
+#include "sim/accuracy.hpp"
 
 namespace octo::plot {
 namespace {
@@ -32,7 +33,8 @@ int device_of(const std::string& process) {
   return std::stoi(rest);
 }
 
-void add_trace(Picture& pic, const Plan& plan, const json& root, const std::string& source, bool comm) {
+void add_trace(Picture& pic, const Plan& plan, const std::string& plan_source, const json& root,
+               const std::string& source, bool comm) {
   const JsonReader rd(source);
   const json& events = rd.array(rd.required(root, "", "traceEvents"), "traceEvents");
   std::map<int, std::string> process;
@@ -73,7 +75,10 @@ void add_trace(Picture& pic, const Plan& plan, const json& root, const std::stri
     const int pid = static_cast<int>(rd.integer(rd.required(e, path, "pid"), JsonReader::join(path, "pid")));
     const int tid = static_cast<int>(rd.integer(rd.required(e, path, "tid"), JsonReader::join(path, "tid")));
     const int device = process.contains(pid) ? device_of(process[pid]) : -1;
-    if (device < 0 || device >= plan.devices) continue;  // links, other replicas
+    if (device < 0) continue;  // links, other replicas
+    if (device >= plan.devices)
+      fail("{}: {} has ops on pipeline device {}, but plan {} has {} devices: the trace is of another plan",
+           source, path, device, plan_source, plan.devices);
     const auto th = thread.find({pid, tid});
     const bool is_comm = th != thread.end() && th->second == "comm";
     Event ev{device, is_comm,
@@ -95,6 +100,25 @@ void add_trace(Picture& pic, const Plan& plan, const json& root, const std::stri
   }
   if (xs.empty())
     rd.fail("traceEvents", "no op slices of a \"device N\" process", "the --trace file of an octorun run");
+  // Every compute op must be one the plan runs on that device (a trace of another plan drew its
+  // timeline under this plan's prediction).
+  std::vector<bool> seen(static_cast<std::size_t>(plan.devices), false);
+  for (const Event& ev : xs) {
+    seen[static_cast<std::size_t>(ev.device)] = true;
+    if (ev.is_comm || ev.stage < 0) continue;
+    const bool ours = static_cast<std::size_t>(ev.stage) < plan.stages.size() &&
+                      plan.stages[static_cast<std::size_t>(ev.stage)].device == ev.device &&
+                      ev.mb < plan.microbatches;
+    if (!ours)
+      fail(
+          "{}: {} of stage {}, micro-batch {} ran on device {}, which plan {} does not run there: the trace "
+          "is "
+          "of another plan",
+          source, ev.name, ev.stage, ev.mb, ev.device, plan_source);
+  }
+  if (const auto missing = std::find(seen.begin(), seen.end(), false); missing != seen.end())
+    fail("{}: no op of pipeline device {} of plan {}: the trace is of another plan", source,
+         missing - seen.begin(), plan_source);
 
   const std::vector<int> chunk = chunks(plan);
   std::vector<Row> compute(static_cast<std::size_t>(plan.devices)),
@@ -133,8 +157,10 @@ void add_trace(Picture& pic, const Plan& plan, const json& root, const std::stri
                                   span_ms > 0 ? 100.0 * (1 - total_busy / (plan.devices * span_ms)) : 0.0));
 }
 
-void add_report(Picture& pic, const json& root, const std::string& source) {
+void add_report(Picture& pic, const Plan& plan, const std::string& plan_source, const json& root,
+                const std::string& source) {
   const RunReport report = run_report_from_json(root, source);
+  check_report_belongs(plan, report, plan_source, source);
   const double pipeline = report.measured.pipeline_time_ms;
   const double bubble = report.measured.bubble_ratio;
   for (const RankMeasurement& r : report.measured.ranks) {
@@ -167,9 +193,11 @@ void add_report(Picture& pic, const json& root, const std::string& source) {
 
 }  // namespace
 
-void add_run(Picture& pic, const Plan& plan, const json& run, const std::string& source, bool comm) {
-  if (run.is_object() && run.contains("traceEvents")) return add_trace(pic, plan, run, source, comm);
-  if (run.is_object() && run.contains("measured")) return add_report(pic, run, source);
+void add_run(Picture& pic, const Plan& plan, const std::string& plan_source, const json& run,
+             const std::string& source, bool comm) {
+  if (run.is_object() && run.contains("traceEvents"))
+    return add_trace(pic, plan, plan_source, run, source, comm);
+  if (run.is_object() && run.contains("measured")) return add_report(pic, plan, plan_source, run, source);
   throw InputError(SourceLocation{source}, "",
                    "neither an octorun --trace file (traceEvents) nor an octorun --report (measured)");
 }

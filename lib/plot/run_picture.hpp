@@ -14,8 +14,11 @@ namespace octo::plot {
 
 /// Adds rows in group "measured" (compute, and comm with `comm`) for data-parallel replica 0, a
 /// title line with the measured pipeline time and bubble, and extends the time axis. Throws
-/// InputError (the file and JSON path) when `run` is neither kind of file.
-void add_run(Picture& picture, const Plan& plan, const nlohmann::json& run, const std::string& source,
-             bool comm);
+/// InputError (the file and JSON path) when `run` is neither kind of file, and octo::Error naming
+/// both files when it is a run of another plan than `plan` (read from `plan_source`): a report of
+/// another shape (sim/accuracy.hpp), a trace with ops on devices, stages or micro-batches the plan
+/// does not run there.
+void add_run(Picture& picture, const Plan& plan, const std::string& plan_source, const nlohmann::json& run,
+             const std::string& source, bool comm);
 
 }  // namespace octo::plot

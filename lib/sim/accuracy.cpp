@@ -35,25 +35,20 @@ double worst(const std::vector<AccuracyRow>& rows, Metric metric) {
   return out;
 }
 
-/// The report must describe a run of this plan: compares the run's shape with the plan's.
-void check_belongs(const Plan& plan, const RunReport& report, const std::string& plan_source,
-                   const std::string& report_source) {
+}  // namespace
+
+void check_report_belongs(const Plan& plan, const RunReport& report, const std::string& plan_source,
+                          const std::string& report_source) {
   const auto mismatch = [&](const char* what, std::int64_t run, std::int64_t planned) {
     fail(
-        "{}: the run had {} {} but plan {} has {}: the report does not belong to this plan (run the plan "
-        "with "
-        "`octorun {} --report R` and compare that report)",
+        "{}: the run had {} {} but plan {} has {}: the report does not belong to this plan (a run of it: "
+        "`octorun {} --report R`)",
         report_source, run, what, plan_source, planned, plan_source);
   };
   if (report.devices != plan.devices) mismatch("pipeline devices", report.devices, plan.devices);
   if (report.dp != plan.dp) mismatch("data-parallel replicas", report.dp, plan.dp);
   const std::int64_t world = static_cast<std::int64_t>(plan.devices) * plan.dp * std::max(plan.tp, 1);
   if (report.world_size != world) mismatch("ranks (world_size)", report.world_size, world);
-  if (report.measured.measured_steps < 1)
-    fail(
-        "{}: measured.measured_steps: {}: the run measured no step, so there is nothing to compare (run "
-        "at least 2 steps: the first is a warm-up)",
-        report_source, report.measured.measured_steps);
   if (report.stages != static_cast<int>(plan.stages.size()))
     mismatch("stages", report.stages, static_cast<std::int64_t>(plan.stages.size()));
   if (report.microbatches != plan.microbatches)
@@ -70,8 +65,6 @@ void check_belongs(const Plan& plan, const RunReport& report, const std::string&
           report_source, report.model, plan_source, model.name);
   }
 }
-
-}  // namespace
 
 std::string_view to_string(AccuracyRow::Metric metric) {
   switch (metric) {
@@ -107,7 +100,12 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
                                const RunReport& report, const std::string& plan_source,
                                const std::string& report_source) {
   const JsonReader rd(report_source);
-  check_belongs(plan, report, plan_source, report_source);
+  check_report_belongs(plan, report, plan_source, report_source);
+  if (report.measured.measured_steps < 1)
+    fail(
+        "{}: measured.measured_steps: {}: the run measured no step, so there is nothing to compare (run "
+        "at least 2 steps: the first is a warm-up)",
+        report_source, report.measured.measured_steps);
   if (static_cast<int>(predicted.devices.size()) != plan.devices)
     fail("accuracy: the simulation has {} devices but plan {} has {}", predicted.devices.size(), plan_source,
          plan.devices);

@@ -73,6 +73,11 @@ struct AccuracyComparison {
   std::vector<std::string> notes;
 };
 
+/// Throws octo::Error naming both files unless `report` describes a run of `plan`: its pipeline
+/// devices, replicas, ranks, stages, micro-batches, micro-batch size, sequence length and model.
+void check_report_belongs(const Plan& plan, const RunReport& report, const std::string& plan_source,
+                          const std::string& report_source);
+
 /// Compares `predicted` (the simulation of `plan` with `input`) with the run report. Throws
 /// octo::InputError naming `report_source` and the JSON path for a figure that does not fit the plan
 /// (a device it lacks, stage times of another stage count), and octo::Error when the report does

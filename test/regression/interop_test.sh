@@ -195,6 +195,10 @@ plot)
     grep -q "measured" "$work/run-trace.svg" || fail "no measured rows"
     run "$octoplan" plot "$work/zbv.json" --run "$work/run.report.json" -o "$work/run-report.svg"
     render "$work/run-report.svg"
+    # A run of another plan is refused (it was drawn under this plan's prediction).
+    run "$octoplan" baseline $model --cluster $cluster --schedule 1f1b --pp 2 --microbatches 4 -o "$work/1f1b.json"
+    expect_fail "plot the trace of another plan" "run.trace.json: .*the trace is of another plan" \
+      "$octoplan" plot "$work/1f1b.json" --run "$work/run.trace.json" -o "$work/x.svg"
   fi
   expect_fail "plot without input" "PLAN, or --compare" "$octoplan" plot -o "$work/x.svg"
   expect_fail "plot a non-run" "neither an octorun" "$octoplan" plot "$work/zbv.json" --run "$work/compare.json" -o "$work/x.svg"

@@ -147,7 +147,7 @@ TEST_CASE("plot: a run from octorun's trace format lines up with the prediction"
   const nlohmann::json trace = octo::trace_json(octo::sim_timeline(plan, r));
   octo::plot::Picture pic = octo::plot::plan_picture(plan, r);
   const std::size_t predicted_rows = pic.rows.size();
-  octo::plot::add_run(pic, plan, trace, "run.trace.json", false);
+  octo::plot::add_run(pic, plan, "p.json", trace, "run.trace.json", false);
   REQUIRE(pic.rows.size() == 2 * predicted_rows);
   for (std::size_t d = 0; d < predicted_rows; ++d) {
     const auto& p = pic.rows[d].slices;
@@ -163,6 +163,16 @@ TEST_CASE("plot: a run from octorun's trace format lines up with the prediction"
     CHECK(pic.rows[predicted_rows + d].note == pic.rows[d].note);
   }
   CHECK(pic.title.back().find(fmt::format("bubble {:.1f} %", 100 * r.bubble_ratio)) != std::string::npos);
+  // A trace of another plan — ops on a device the plan does not have, a stage on another device, a
+  // device without ops — is refused naming both files.
+  {
+    const octo::Plan other = baseline("zb-v");  // the same model and devices, stages on a V
+    const nlohmann::json other_trace = octo::trace_json(octo::sim_timeline(other, timed(other)));
+    octo::plot::Picture op = octo::plot::plan_picture(plan, r);
+    CHECK_THROWS_WITH(octo::plot::add_run(op, plan, "p.json", other_trace, "other.trace.json", false),
+                      Catch::StartsWith("other.trace.json: ") && Catch::Contains("plan p.json") &&
+                          Catch::Contains("the trace is of another plan"));
+  }
   // A slice with a negative duration or a time no run has is refused at its JSON path.
   for (const auto& [field, value] : {std::pair{"dur", -5.0}, std::pair{"ts", -1e300}}) {
     nlohmann::json bad = trace;
@@ -173,44 +183,54 @@ TEST_CASE("plot: a run from octorun's trace format lines up with the prediction"
       }
     octo::plot::Picture bp = octo::plot::plan_picture(plan, r);
     CHECK_THROWS_WITH(
-        octo::plot::add_run(bp, plan, bad, "run.trace.json", false),
+        octo::plot::add_run(bp, plan, "p.json", bad, "run.trace.json", false),
         Catch::StartsWith("run.trace.json: traceEvents[") && Catch::Contains(std::string(".") + field));
   }
 
-  // A --report has busy times only: one bar per rank of replica 0.
+  // A --report has busy times only: one bar per rank of replica 0. It must be a run of this plan.
   // The report is octorun's typed run report (plan/run_report.hpp), written by its to_json.
   octo::RunReport run;
   run.plan = "p.json";
-  run.model = "m";
+  run.model = "nemotron-h-8b";
   run.backend = "cpu";
   run.transport = "mpi";
-  run.world_size = 3;
-  run.devices = 2;
-  run.stages = 2;
-  run.microbatches = 4;
+  run.world_size = plan.devices;
+  run.devices = plan.devices;
+  run.dp = 1;
+  run.stages = static_cast<int>(plan.stages.size());
+  run.microbatches = plan.microbatches;
+  run.micro_batch = plan.micro_batch;
+  run.seq = plan.seq;
   run.measured.pipeline_time_ms = 10.0;
   run.measured.bubble_ratio = 0.25;
-  for (const auto& [rank, device, replica, busy] :
-       {std::tuple{0, 0, 0, 8.0}, std::tuple{1, 1, 0, 7.0}, std::tuple{2, 0, 1, 6.0}}) {
+  for (int d = 0; d < plan.devices; ++d) {
     octo::RankMeasurement m;
-    m.rank = rank;
-    m.device = device;
-    m.replica = replica;
-    m.busy_ms = busy;
+    m.rank = d;
+    m.device = d;
+    m.busy_ms = 8.0 - d;
     run.measured.ranks.push_back(m);
   }
   const nlohmann::json report = octo::to_json(run);
   octo::plot::Picture rp = octo::plot::plan_picture(plan, r);
-  octo::plot::add_run(rp, plan, report, "run.report.json", false);
-  REQUIRE(rp.rows.size() == predicted_rows + 2);
-  CHECK(rp.rows.back().slices.at(0).end_ms == 7.0);
-  CHECK(rp.rows.back().note == "70.0 % busy");
-  CHECK_THROWS_WITH(octo::plot::add_run(rp, plan, nlohmann::json{{"x", 1}}, "bad.json", false),
+  octo::plot::add_run(rp, plan, "p.json", report, "run.report.json", false);
+  REQUIRE(rp.rows.size() == 2 * predicted_rows);
+  CHECK(rp.rows.back().slices.at(0).end_ms == 8.0 - (plan.devices - 1));
+  CHECK(rp.rows.back().note == fmt::format("{:.1f} % busy", 10.0 * (8.0 - (plan.devices - 1))));
+  // A report of another plan (another device count, another model) is refused naming both files.
+  for (const auto& change : {std::pair{"devices", nlohmann::json(plan.devices + 1)},
+                             std::pair{"model", nlohmann::json("llama3-8b")}}) {
+    nlohmann::json other = report;
+    other[change.first] = change.second;
+    octo::plot::Picture op = octo::plot::plan_picture(plan, r);
+    CHECK_THROWS_WITH(octo::plot::add_run(op, plan, "p.json", other, "other.report.json", false),
+                      Catch::StartsWith("other.report.json: the run") && Catch::Contains("plan p.json"));
+  }
+  CHECK_THROWS_WITH(octo::plot::add_run(rp, plan, "p.json", nlohmann::json{{"x", 1}}, "bad.json", false),
                     Catch::Contains("bad.json") && Catch::Contains("neither"));
   // A report that is not octorun's format is refused at the JSON path of the problem.
   nlohmann::json broken = report;
   broken["measured"].erase("pipeline_time_ms");
-  CHECK_THROWS_WITH(octo::plot::add_run(rp, plan, broken, "run.report.json", false),
+  CHECK_THROWS_WITH(octo::plot::add_run(rp, plan, "p.json", broken, "run.report.json", false),
                     Catch::StartsWith("run.report.json: measured.pipeline_time_ms: missing"));
 }
 
