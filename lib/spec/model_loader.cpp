@@ -87,6 +87,12 @@ class ModelParser {
   ModelSpec parse() {
     YAML::Node root = yaml::parse_document(
         text_, source_, "a model description: name, vocab, hidden, seq_len, pattern or layers, sections");
+    // A Hugging Face config.json (JSON is YAML) is a model of another format: say how to convert it.
+    if (const YAML::Node& doc = root; doc.IsMap() && doc["architectures"] && doc["vocab_size"])
+      yaml::fail_at(
+          source_, doc["architectures"], "architectures",
+          "this is a Hugging Face config.json, not a model description",
+          fmt::format("a model YAML: convert it with `octoplan import-hf {} -o model.yaml`", source_));
     std::vector<std::string> keys{"name",           "vocab",   "hidden", "seq_len",
                                   "tie_embeddings", "pattern", "layers", "repeat"};
     for (const LayerKind* k : section_kinds()) keys.emplace_back(k->section);

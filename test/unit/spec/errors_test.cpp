@@ -86,6 +86,17 @@ TEST_CASE("model: YAML syntax errors carry their position") {
   CHECK(line <= 11);
 }
 
+TEST_CASE("model: a Hugging Face config.json is named as such, with the command that converts it") {
+  std::string path;
+  const std::string message = model_error(
+      "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"vocab_size\": 128256,\n  \"hidden_size\": "
+      "4096\n}\n",
+      &path);
+  CHECK(message ==
+        path + ":2:20: architectures: this is a Hugging Face config.json, not a model description " +
+            "(expected a model YAML: convert it with `octoplan import-hf " + path + " -o model.yaml`)");
+}
+
 TEST_CASE("model: an empty document or a non-mapping is rejected") {
   std::string path;
   CHECK(model_error("", &path).find(":1:1: empty document") != std::string::npos);
