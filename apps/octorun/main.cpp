@@ -19,6 +19,7 @@
 #include "core/embedded.hpp"
 #include "core/error.hpp"
 #include "exec/mpi_comm.hpp"
+#include "exec/stop_signal.hpp"
 #include "exec/train.hpp"
 #include "exec/wait_report.hpp"
 #include "nn/lr_schedule.hpp"
@@ -114,8 +115,10 @@ int main(int argc, char** argv) {
       "bubble), flushed as each step ends; the file keeps only the lines of steps before this run's first "
       "(a fresh run starts it anew, a run resumed with --load keeps the steps before the checkpoint's); plot "
       "with scripts/plot-metrics");
-  app.add_option("--save", o.loop.save_dir,
-                 "Write checkpoints to DIR/step-NNNNNNNN (atomically; any plan of the model loads them)");
+  app.add_option(
+      "--save", o.loop.save_dir,
+      "Write checkpoints to DIR/step-NNNNNNNN (atomically; any plan of the model loads them); SIGUSR1 or "
+      "SIGUSR2 stops the run after the step in progress with its checkpoint (exit 7)");
   app.add_option("--save-every", o.loop.save_every, "Checkpoint every N steps (0: after the last step only)")
       ->check(cli::integer(0))
       ->capture_default_str();
@@ -184,6 +187,7 @@ int main(int argc, char** argv) {
     // After MPI_Init, which installs handlers of its own: survivors of a dead rank say what they
     // were waiting for when mpirun ends them.
     octo::exec::install_termination_report("octorun");
+    octo::exec::install_stop_signal();
   } catch (const std::exception& e) {
     return cli::error_exit(octo::Error(e.what(), octo::ErrorKind::Runtime), "octorun");
   }
@@ -201,6 +205,13 @@ int main(int argc, char** argv) {
       if (world->rank() == 0) fmt::print(stderr, "octorun: error: {}\n", result.diverged);
       std::fflush(stderr);
       return octo::code(octo::ExitCode::RunFailed);
+    }
+    if (!result.stopped.empty()) {
+      if (world->rank() == 0) fmt::print(stderr, "octorun: {}\n", result.stopped);
+      if (world->rank() == 0 && !result.output_error.empty())
+        fmt::print(stderr, "octorun: error: {}\n", result.output_error);
+      std::fflush(stderr);
+      return octo::code(octo::ExitCode::Interrupted);
     }
     if (!result.output_error.empty()) {
       fmt::print(stderr, "octorun: error: {} (the training itself completed)\n", result.output_error);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "exec/checkpoint.hpp"
 #include "exec/memory.hpp"
 #include "exec/report.hpp"
+#include "exec/stop_signal.hpp"
 #include "nn/data.hpp"
 #include "nn/token_formats.hpp"
 #include "plan/rank_layout.hpp"
@@ -420,6 +422,16 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
     }
     st.spans.shrink_to_fit();
     steps.push_back(std::move(st));
+    if (const int sig = loop.stop_requested(); sig != 0 && s + 1 < o.steps) {
+      const std::string saved = !outcome.saved.empty() ? outcome.saved : loop.save_at_stop(s, update.lr);
+      result.stopped = fmt::format(
+          "signal {} ({}): stopped after step {} of {}{}", sig, sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", s,
+          o.steps,
+          !saved.empty() ? fmt::format("; the checkpoint of step {} is {}: resume with --load", s + 1, saved)
+          : o.loop.save_dir.empty() ? std::string("; nothing was saved (no --save)")
+                                    : std::string());
+      break;
+    }
   }
 
   if (steps.empty()) return result;  // the first step diverged: nothing was measured

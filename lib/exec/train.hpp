@@ -50,6 +50,9 @@ struct TrainResult {
   /// Set on every rank when training stopped at a step whose gradient norm was NaN or infinite
   /// (before that step's update, checkpoint or metrics line): the message, which rank 0 prints.
   std::string diverged;
+  /// Set on every rank when a stop signal (exec/stop_signal.hpp) ended the run after a step: what
+  /// was done and saved, which rank 0 prints (exit 7, interrupted).
+  std::string stopped;
   /// Set on rank 0 when the run completed but its --report or --trace could not be written.
   std::string output_error;
   std::vector<double> losses;          ///< per step (all ranks)

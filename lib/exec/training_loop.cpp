@@ -13,6 +13,7 @@
 #include "exec/agree.hpp"
 #include "exec/checkpoint.hpp"
 #include "exec/grad_norm.hpp"
+#include "exec/stop_signal.hpp"
 
 namespace octo::exec {
 namespace {
@@ -263,6 +264,17 @@ std::string TrainingLoop::save_before(std::int64_t step) {
   // Step − 1 was trained here (not loaded) and finish() did not save it already.
   if (options_.save_dir.empty() || step <= first_step_ || save_due(step - 1)) return {};
   return save(step - 1, options_.schedule.at(step - 1));
+}
+
+int TrainingLoop::stop_requested() {
+  float signal = static_cast<float>(stop_signal());
+  world_.all_reduce(std::span<float>(&signal, 1), ReduceOp::Max);
+  return static_cast<int>(signal);
+}
+
+std::string TrainingLoop::save_at_stop(std::int64_t step, double lr) {
+  if (options_.save_dir.empty() || save_due(step)) return {};
+  return save(step, lr);
 }
 
 std::string TrainingLoop::save(std::int64_t step, double lr) {

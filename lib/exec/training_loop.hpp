@@ -116,6 +116,13 @@ class TrainingLoop {
   /// the parameters after step − 1 (the last good ones), unless that step was saved already or
   /// none was trained here; returns its folder (empty: none written). Collective.
   std::string save_before(std::int64_t step);
+  /// Collective, at a step's end: whether a rank got a stop signal (exec/stop_signal.hpp); the
+  /// signal's number (0: none) on every rank.
+  [[nodiscard]] int stop_requested();
+  /// After finish(step) when the run stops early: with --save, the checkpoint of the parameters
+  /// after `step` unless finish() wrote it already; returns its folder (empty: none written).
+  /// Collective.
+  std::string save_at_stop(std::int64_t step, double lr);
   /// Rank 0: why the metrics log stopped ("" while it is written, or without --metrics). A line that
   /// cannot be written (a full disk) ends the log, not the training: octorun exits 4 after it.
   [[nodiscard]] const std::string& metrics_error() const { return metrics_error_; }
