@@ -19,7 +19,8 @@ enum class ExitCode : int {
   Output = 4,       ///< an output cannot be written (missing folder, a directory, a special file)
   DoesNotFit = 5,   ///< the plan does not fit the device memory (see --allow-oversubscribed-memory)
   TooLarge = 6,     ///< the work would need more memory than this machine has
-  Interrupted = 7,  ///< SIGINT/SIGTERM stopped the work (octoplan plan: the best plan so far written)
+  Interrupted = 7,  ///< a signal stopped the work (octoplan plan: the best plan so far written; octorun:
+                    ///< SIGUSR1/2 after a step)
   RunFailed = 8,    ///< octorun: the job failed while running (a rank, a transfer, a timeout)
   Internal = 9,     ///< a bug: an unexpected exception (please report it)
 };
