@@ -24,6 +24,9 @@ std::string on_cluster(const std::string& change, const PlannerInputs& inputs, i
                      ranks, pp, tp, inputs.cluster.dp, inputs.cluster.name, inputs.cluster.world());
 }
 
+/// The shortest sequence the advice proposes: the context length of the smallest models trained today.
+constexpr std::int64_t kShortestSeqAdvised = 2048;
+
 /// Does a 1F1B plan on the balanced or on the uniform partition fit the memory limit under `in`?
 /// (The balanced one gives the first device more blocks beside the light embedding, and 1F1B keeps
 /// the most activations there: Qwen2-7B at PP 6 on 40 GiB fits uniform, not balanced.)
@@ -133,6 +136,16 @@ FitAdvice advise_fit(const PlannerInputs& inputs, const Plan& plan, bool costs_f
     in.model.training.micro_batch = mb;
     if (!fits_estimated(in)) continue;
     advice.changes.push_back(fmt::format("--micro-batch {}", mb));
+    break;
+  }
+  // Shorter sequences, down to kShortestSeqAdvised: a model imported from a Hugging Face config
+  // plans its whole context window (Qwen2-7B: 131072 tokens) unless --seq says otherwise.
+  for (std::int64_t seq = inputs.model.seq_len / 2; seq >= kShortestSeqAdvised; seq /= 2) {
+    PlannerInputs in = inputs;
+    in.model.seq_len = seq;
+    if (!fits_estimated(in)) continue;
+    advice.changes.push_back(
+        fmt::format("--seq {} (sequences of {} tokens now, the model's seq_len)", seq, inputs.model.seq_len));
     break;
   }
   return advice;

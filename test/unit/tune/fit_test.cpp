@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <string>
@@ -109,6 +110,34 @@ TEST_CASE("fit advice: recompute, TP and micro-batch changes are verified with e
     }
     CHECK(one_f_one_b(changed).predicted->fits_memory);
   }
+}
+
+TEST_CASE("fit advice: a shorter --seq, verified, where the model's whole context does not fit",
+          "[tune][fit]") {
+  // Nemotron-H-8B (seq_len 8192) on 8 devices, at a limit between its 1F1B peaks at 4096 and 8192
+  // tokens: half the sequence fits, and the advice names it with the length it has now.
+  auto at_seq = [&](std::int64_t seq, double limit_gib) {
+    InputOptions o;
+    o.model_path = kModels + "nemotron-h-8b.yaml";
+    o.pp = 8;
+    o.microbatches = 16;
+    o.seq = seq;
+    o.memory_limit_gib = limit_gib;
+    return load_inputs(o);
+  };
+  const double full = static_cast<double>(one_f_one_b(at_seq(8192, 1000)).predicted->max_peak_memory_bytes);
+  const double half = static_cast<double>(one_f_one_b(at_seq(4096, 1000)).predicted->max_peak_memory_bytes);
+  REQUIRE(half < 0.9 * full);
+  const double limit_gib = to_gib((full + half) / 2);
+  const PlannerInputs in = at_seq(0, limit_gib);
+  const Plan plan = one_f_one_b(in);
+  REQUIRE_FALSE(plan.predicted->fits_memory);
+  const FitAdvice advice = advise_fit(in, plan, false);
+  CHECK(std::find(advice.changes.begin(), advice.changes.end(),
+                  "--seq 4096 (sequences of 8192 tokens now, the model's seq_len)") != advice.changes.end());
+  CHECK(one_f_one_b(at_seq(4096, limit_gib)).predicted->fits_memory);
+  // With costs from a file (of 8192-token sequences) no --seq is offered: it would need new costs.
+  for (const std::string& change : advise_fit(in, plan, true).changes) CHECK(change.rfind("--seq", 0) != 0);
 }
 
 TEST_CASE("fit advice: a pipeline size counts as fitting when the uniform split fits it", "[tune][fit]") {
