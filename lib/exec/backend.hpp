@@ -77,6 +77,9 @@ class Backend {
   [[nodiscard]] virtual bool available(std::string* why = nullptr) const = 0;
   /// This rank's device. Throws octo::Error "--backend NAME: ..." when it cannot be opened.
   [[nodiscard]] virtual BackendDevice open(const DeviceOptions& options) const = 0;
+  /// Whether the device's tensors live in this machine's memory (the CPU backend), so that a run
+  /// is checked against the machine's memory before it starts; a GPU holds them itself.
+  [[nodiscard]] virtual bool tensors_in_host_memory() const { return false; }
 };
 
 /// The backends of one build, in order of preference (the most capable first).

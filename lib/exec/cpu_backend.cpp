@@ -15,6 +15,7 @@ class CpuBackend final : public Backend {
     return "OpenBLAS and fp32 loops on the host, one BLAS thread per rank; MPI carries the transfers";
   }
   [[nodiscard]] bool available(std::string*) const override { return true; }
+  [[nodiscard]] bool tensors_in_host_memory() const override { return true; }
   [[nodiscard]] BackendDevice open(const DeviceOptions&) const override {
     // fp32 GEMMs are exact already; host memory needs no transport of its own.
     return BackendDevice(std::make_unique<nn::CpuDevice>(1), cpu_model());

@@ -174,8 +174,8 @@ Error too_large_for_machine(const std::string& who, double need_bytes, const Ran
 
 /// Refuses (TooLarge) a CPU run in which this rank alone would need more memory than the machine
 /// has (local, before any data or layer is allocated; check_host_memory adds up the machine's ranks).
-void check_rank_memory(const TrainOptions& o, const ExecPlan& plan, int rank) {
-  if (o.backend != "cpu") return;  // other backends hold their tensors in device memory
+void check_rank_memory(const Backend& backend, const ExecPlan& plan, int rank) {
+  if (!backend.tensors_in_host_memory()) return;
   const RankPeak mine = predicted_rank_peak(plan, rank);
   const std::int64_t physical = physical_memory_bytes();
   if (physical <= 0 || mine.bytes <= static_cast<double>(physical)) return;
@@ -185,8 +185,8 @@ void check_rank_memory(const TrainOptions& o, const ExecPlan& plan, int rank) {
 /// Refuses (TooLarge) a CPU run whose ranks on this machine would together need more memory than
 /// it has by the plan's prediction: the kernel would kill them in the middle of a step instead.
 /// Collective over `world` (the machines are told apart by host name).
-void check_host_memory(const TrainOptions& o, const ExecPlan& plan, Comm& world) {
-  if (o.backend != "cpu") return;
+void check_host_memory(const Backend& backend, const ExecPlan& plan, Comm& world) {
+  if (!backend.tensors_in_host_memory()) return;
   const RankPeak mine = predicted_rank_peak(plan, world.rank());
   // Per rank: its host name's hash in four exact 16-bit pieces, and its predicted peak in MiB.
   const std::uint64_t host = std::hash<std::string>{}(host_name());
@@ -243,7 +243,7 @@ Setup set_up(const Comm& world, const TrainOptions& o, const BackendRegistry& ba
   s.device.emplace(backends.get(o.backend).open({.exact_gemm = o.check}));
   s.plan = load_exec_plan(o.plan_path, world.size());
   check_run_memory(o, s.plan, world.size());
-  check_rank_memory(o, s.plan, world.rank());
+  check_rank_memory(backends.get(o.backend), s.plan, world.rank());
   load_data(s, o, data_path);
   return s;
 }
@@ -319,7 +319,7 @@ TrainResult train(Comm& world, const TrainOptions& o, const BackendRegistry& bac
   };
   if (!agreed_ok([&] { setup.emplace(set_up(world, o, backends)); })) return result;
   // The ranks on each machine against its memory: collective, so after every rank has set up.
-  if (!agreed_ok([&] { check_host_memory(o, setup->plan, world); })) return result;
+  if (!agreed_ok([&] { check_host_memory(backends.get(o.backend), setup->plan, world); })) return result;
 
   const ExecPlan& plan = setup->plan;
   const Plan& p = plan.plan;
