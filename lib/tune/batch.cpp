@@ -5,7 +5,7 @@
 namespace octo {
 
 std::int64_t compute_ops(const Candidate& c, int microbatches) {
-  return static_cast<std::int64_t>(c.stages()) * microbatches * 3;
+  return compute_ops(c.stages(), microbatches);
 }
 
 BatchEvaluator::BatchEvaluator(WorkerPool& pool, Budget& budget) : pool_(pool), budget_(budget) {

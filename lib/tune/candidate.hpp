@@ -56,6 +56,25 @@ struct Candidate {
 /// already ends with it; `tag` alone for an empty name.
 [[nodiscard]] std::string with_order_tag(const std::string& name, std::string_view tag);
 
+/// Relative tolerance of the tuner's comparisons of times: a makespan within it of another, or of a
+/// bound, is no better (the simulator and the bounds sum the same times in other orders).
+inline constexpr double kTimeTolerance = 1e-9;
+
+/// `a_ms` is shorter than `b_ms` by more than kTimeTolerance.
+[[nodiscard]] inline bool faster(double a_ms, double b_ms) { return a_ms < b_ms * (1 - kTimeTolerance); }
+
+/// Compute ops of a plan of `stages` stages and `microbatches` micro-batches: F, B and W per stage
+/// and micro-batch (a fused BW counts as two), the unit of the tuner's effort and size limits.
+[[nodiscard]] inline std::int64_t compute_ops(int stages, int microbatches) {
+  return static_cast<std::int64_t>(stages) * microbatches * 3;
+}
+
+/// Compute ops above which a serial re-scheduling of a structure's whole order (the slack moves,
+/// O(ops log ops) per pass while a round's candidates are proposed; the elite's justification,
+/// O(ops x ops per device) for each of 16 structures) is skipped: Nemotron-H-56B at PP 16 with 128
+/// micro-batches has 36864 and would cost seconds.
+inline constexpr std::int64_t kMaxReorderedOps = 20000;
+
 /// What the search compares.
 struct Evaluation {
   bool ok = false;      ///< scheduled and simulated
@@ -72,6 +91,11 @@ struct Evaluation {
   std::vector<std::int64_t> peak_memory_bytes;
   std::vector<std::int64_t> static_bytes;
 };
+
+/// `e` reaches its structure bound within kTimeTolerance: no op order of its structure is faster.
+[[nodiscard]] inline bool at_structure_bound(const Evaluation& e) {
+  return e.makespan_ms <= e.structure_bound_ms * (1 + kTimeTolerance);
+}
 
 /// The evaluation fields of a simulation (ok, times, memory per device).
 [[nodiscard]] Evaluation evaluation_of(const SimResult& result);

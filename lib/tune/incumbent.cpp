@@ -8,7 +8,7 @@ bool improves(const Evaluation& a, const Evaluation& b) {
   if (!a.ok) return false;
   if (!b.ok) return true;
   if (a.fits_memory != b.fits_memory) return a.fits_memory;
-  return a.makespan_ms < b.makespan_ms * (1.0 - 1e-9);
+  return faster(a.makespan_ms, b.makespan_ms);
 }
 
 Incumbent::Incumbent(std::vector<std::string> sources) {

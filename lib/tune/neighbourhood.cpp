@@ -30,9 +30,7 @@ const std::vector<std::unique_ptr<Neighbourhood>>& neighbourhoods() {
   return all;
 }
 
-bool small_problem(int stages, int microbatches) {
-  return static_cast<std::int64_t>(stages) * microbatches * 3 <= 6000;
-}
+bool small_problem(int stages, int microbatches) { return compute_ops(stages, microbatches) <= 6000; }
 
 bool SearchContext::small(int stages) const { return small_problem(stages, microbatches()); }
 

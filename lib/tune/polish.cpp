@@ -33,8 +33,7 @@ std::int64_t op_count(const Programs& order) {
 
 Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops, std::uint64_t seed) {
   Polish out;
-  if (!best.e.ok || max_timed_ops <= 0 || best.e.makespan_ms <= best.e.structure_bound_ms * (1 + 1e-9))
-    return out;
+  if (!best.e.ok || max_timed_ops <= 0 || at_structure_bound(best.e)) return out;
   Simulator sim;
   Programs order;
   ListScheduleProblem problem;
@@ -51,7 +50,7 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   out.timed_ops += r.timed_ops;
   // The ideal-transfer makespan is a lower bound of the simulated one: an order that does not
   // beat the current plan there cannot beat it in the simulator.
-  const bool searched = r.schedule.feasible() && r.schedule.makespan_ms < best.e.makespan_ms * (1 - 1e-9);
+  const bool searched = r.schedule.feasible() && faster(r.schedule.makespan_ms, best.e.makespan_ms);
   // Then the best order so far justified (a few passes over the ops): it fills gaps that moves
   // inside critical blocks leave.
   JustifyOptions jo;
@@ -59,7 +58,7 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   const ListSchedule justified = justify(problem, searched ? r.schedule.programs : order, jo);
   out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
   const double reference = searched ? r.schedule.makespan_ms : best.e.makespan_ms;
-  const bool improved = justified.feasible() && justified.makespan_ms < reference * (1 - 1e-9);
+  const bool improved = justified.feasible() && faster(justified.makespan_ms, reference);
   // The searched order, its runners-up and the justified order, simulated: the fastest that
   // improves on `best` is kept.
   std::vector<std::pair<const Programs*, std::string_view>> orders;
@@ -86,9 +85,9 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
   Simulator sim;
   for (const Scored& s : elite) {
     if (!s.e.ok || same_structure(s.c, top.c)) continue;
-    if (s.e.makespan_ms <= s.e.structure_bound_ms * (1 + 1e-9)) continue;  // no order is faster
-    if (static_cast<std::int64_t>(s.c.stages()) * ev.microbatches() * 3 > kMaxElitePolishOps) continue;
-    if (top.e.fits_memory && !(s.e.structure_bound_ms < top.e.makespan_ms * (1 - 1e-9))) continue;
+    if (at_structure_bound(s.e)) continue;  // no order is faster
+    if (compute_ops(s.c.stages(), ev.microbatches()) > kMaxReorderedOps) continue;
+    if (top.e.fits_memory && !faster(s.e.structure_bound_ms, top.e.makespan_ms)) continue;
     Programs order;
     ListScheduleProblem problem;
     if (!ev.compute_order(s.c, sim, order, problem)) continue;
@@ -105,8 +104,7 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
     out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 4 * ops;
     out.evaluated_ops += ops;
     const Evaluation& against = out.better ? out.better->e : top.e;
-    if (!justified.feasible() ||
-        (against.fits_memory && !(justified.makespan_ms < against.makespan_ms * (1 - 1e-9))))
+    if (!justified.feasible() || (against.fits_memory && !faster(justified.makespan_ms, against.makespan_ms)))
       continue;
     Candidate n = s.c;
     n.order = std::make_shared<Programs>(justified.programs);

@@ -30,18 +30,13 @@ struct Polish {
 [[nodiscard]] Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops,
                             std::uint64_t seed);
 
-/// Compute ops above which justify_elite skips a structure: re-scheduling a whole order costs about
-/// O(ops × ops per device), and 16 of them would cost a large plan (Nemotron-H-56B, PP 16, 128
-/// micro-batches: 96 stages, 36864 ops) seconds (the slack moves stop at the same size).
-inline constexpr std::int64_t kMaxElitePolishOps = 20000;
-
 /// The other structures of the search's elite (Incumbent::elite: the fastest distinct partitions +
 /// placements it saw), each with its compute order re-scheduled — justified (sched/justify.hpp), and
 /// slack-rescheduled then justified (sched/slack_scheduler.hpp), the faster of the two — and
 /// simulated: the fastest that improves on `top` (the polished best plan) is `better`. A structure
 /// whose order lost to the best plan's may win once its gaps are filled; one that already reaches
-/// its structure bound, whose bound is not below `top`, or that has more than kMaxElitePolishOps
-/// compute ops, is skipped.
+/// its structure bound, whose bound is not below `top`, or that has more than kMaxReorderedOps
+/// compute ops (tune/candidate.hpp), is skipped.
 [[nodiscard]] Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const Evaluator& ev);
 
 }  // namespace octo

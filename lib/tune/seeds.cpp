@@ -106,7 +106,7 @@ std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evalua
       for (double x : st) e.overflow += std::max(0.0, x - one_mb.device_cap);
     }
   };
-  auto ops = [&](int stages) { return static_cast<std::int64_t>(stages) * m * 3; };
+  auto ops = [&](int stages) { return compute_ops(stages, m); };
   // Ranking of a stage count's entries, best first.
   auto by_score = [](const Entry& a, const Entry& b) {
     return a.overflow != b.overflow ? a.overflow < b.overflow : a.st.bound_ms < b.st.bound_ms;

@@ -19,7 +19,7 @@ class ReorderMoves final : public Neighbourhood {
   [[nodiscard]] std::string_view name() const override { return "reorder"; }
 
   void propose(const Scored& cur, bool wide, SearchContext& ctx, std::vector<Candidate>& out) const override {
-    if (!cur.e.ok || cur.e.makespan_ms <= cur.e.structure_bound_ms * (1 + 1e-9)) return;
+    if (!cur.e.ok || at_structure_bound(cur.e)) return;
     Simulator sim;
     Plan plan;
     if (!ctx.evaluator.evaluate(cur.c, sim, &plan).ok) return;

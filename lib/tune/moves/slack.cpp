@@ -14,17 +14,13 @@
 namespace octo {
 namespace {
 
-/// Compute ops above which a round does not re-schedule (a pass is O(ops log ops), done serially
-/// while the round's candidates are proposed).
-constexpr long long kMaxOps = 20000;
-
 class SlackMoves final : public Neighbourhood {
  public:
   [[nodiscard]] std::string_view name() const override { return "slack"; }
 
   void propose(const Scored& cur, bool wide, SearchContext& ctx, std::vector<Candidate>& out) const override {
-    if (!cur.e.ok || cur.e.makespan_ms <= cur.e.structure_bound_ms * (1 + 1e-9)) return;
-    if (static_cast<long long>(cur.c.stages()) * ctx.microbatches() * 3 > kMaxOps) return;
+    if (!cur.e.ok || at_structure_bound(cur.e)) return;
+    if (compute_ops(cur.c.stages(), ctx.microbatches()) > kMaxReorderedOps) return;
     Simulator sim;
     Programs order;
     ListScheduleProblem problem;
@@ -32,7 +28,7 @@ class SlackMoves final : public Neighbourhood {
     SlackOptions options;
     options.passes = wide ? 16 : 6;
     ListSchedule s = slack_reschedule(problem, order, options);
-    if (!s.feasible() || !(s.makespan_ms < cur.e.makespan_ms * (1 - 1e-9))) return;
+    if (!s.feasible() || !faster(s.makespan_ms, cur.e.makespan_ms)) return;
     Candidate n = cur.c;
     n.order = std::make_shared<Programs>(std::move(s.programs));
     n.order_name = with_order_tag(n.order_name, "slack-rescheduled");
