@@ -81,12 +81,7 @@ int run(ImportScheduleArgs a) {
     a.inputs.pp = static_cast<int>(octo::read_csv(csv, a.csv).size());
     const octo::PlannerInputs in = octo::load_inputs(a.inputs);
     octo::embed_inputs(skeleton, in);
-    skeleton.tp = in.cluster.tp;
-    skeleton.dp = in.cluster.dp;
-    skeleton.ep = in.cluster.ep;
-    skeleton.zero = in.cluster.zero;
-    skeleton.micro_batch = in.model.training.micro_batch;
-    skeleton.seq = in.model.seq_len;
+    octo::set_shape(skeleton, in);
     costs = in.costs;
   } else {
     if (!a.inputs.cluster_path.empty() || !a.inputs.costs_path.empty() || a.inputs.tp > 0 ||

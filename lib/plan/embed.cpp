@@ -16,4 +16,13 @@ void embed_inputs(Plan& plan, const PlannerInputs& inputs) {
   plan.costs_source = inputs.costs.origin;
 }
 
+void set_shape(Plan& plan, const PlannerInputs& inputs) {
+  plan.tp = inputs.cluster.tp;
+  plan.dp = inputs.cluster.dp;
+  plan.ep = inputs.cluster.ep;
+  plan.zero = inputs.cluster.zero;
+  plan.micro_batch = inputs.model.training.micro_batch;
+  plan.seq = inputs.model.seq_len;
+}
+
 }  // namespace octo

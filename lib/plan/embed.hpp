@@ -11,4 +11,9 @@ namespace octo {
 /// `inputs` with where each came from (file path, embedded default, "<estimated>").
 void embed_inputs(Plan& plan, const PlannerInputs& inputs);
 
+/// Sets the plan's shape around the pipeline from `inputs`: tp, dp, ep and ZeRO from the cluster
+/// (with the command line's overrides), micro_batch and seq from the model. Every producer of plans
+/// takes them so; the pipeline devices, micro-batches and stages are its own.
+void set_shape(Plan& plan, const PlannerInputs& inputs);
+
 }  // namespace octo

@@ -115,13 +115,8 @@ Plan build(const PlannerInputs& in, const BaselineOptions& o, const Resolved& r,
   embed_inputs(plan, in);
   plan.method = method_name(o);
   plan.devices = r.p;
-  plan.tp = in.cluster.tp;
-  plan.dp = in.cluster.dp;
-  plan.ep = in.cluster.ep;
-  plan.zero = in.cluster.zero;
+  set_shape(plan, in);
   plan.microbatches = r.m;
-  plan.micro_batch = in.model.training.micro_batch;
-  plan.seq = in.model.seq_len;
   plan.stages = partition(in, o, r, recompute);
 
   ScheduleConfig config;

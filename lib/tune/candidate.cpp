@@ -45,13 +45,8 @@ Evaluator::Evaluator(const PlannerInputs& inputs, int pp, int microbatches, doub
 Plan Evaluator::skeleton(const Candidate& c) const {
   Plan plan;
   plan.devices = pp_;
-  plan.tp = inputs_.cluster.tp;
-  plan.dp = inputs_.cluster.dp;
-  plan.ep = inputs_.cluster.ep;
-  plan.zero = inputs_.cluster.zero;
+  set_shape(plan, inputs_);
   plan.microbatches = m_;
-  plan.micro_batch = inputs_.model.training.micro_batch;
-  plan.seq = inputs_.model.seq_len;
   if (c.ends.size() != c.device.size() || (!c.recompute.empty() && c.recompute.size() != c.ends.size()))
     fail("tuner: internal error: candidate with {} stage ends, {} devices and {} recompute flags",
          c.ends.size(), c.device.size(), c.recompute.size());

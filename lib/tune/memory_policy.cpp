@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/units.hpp"
+#include "plan/embed.hpp"
 #include "plan/plan.hpp"
 #include "sim/sim_input.hpp"
 #include "tune/baselines.hpp"
@@ -13,12 +14,7 @@ namespace octo {
 double balanced_static_bytes(const PlannerInputs& inputs) {
   Plan p;
   p.devices = 1;
-  p.tp = inputs.cluster.tp;
-  p.dp = inputs.cluster.dp;
-  p.ep = inputs.cluster.ep;
-  p.zero = inputs.cluster.zero;
-  p.micro_batch = inputs.model.training.micro_batch;
-  p.seq = inputs.model.seq_len;
+  set_shape(p, inputs);
   p.stages = {Stage{0, static_cast<std::int32_t>(inputs.model.layers.size()), 0, false}};
   const SimInput in = make_sim_input(p, inputs);
   return static_cast<double>(in.static_bytes[0]) / std::max(inputs.pp, 1);
