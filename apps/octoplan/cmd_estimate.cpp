@@ -137,8 +137,7 @@ Runner setup(CLI::App& app) {
                                      "analytically (roofline on the cluster's "
                                      "device) and write them as a costs file");
   cmd->add_option("model", args.model_path, "Model description (profiles/models/*.yaml)")->required();
-  cmd->add_option("--cluster", args.cluster_path,
-                  "Cluster description (default: the embedded h100x8, one node of 8 x H100-SXM 80 GB)");
+  cmd->add_option("--cluster", args.cluster_path, octoplan::cluster_help());
   cmd->add_option("--micro-batch", args.micro_batch, "Sequences per micro-batch (default: the model's)")
       ->check(
           octo::cli::integer(1, octo::kMaxInputInteger, "the bound of training.micro_batch in a model file"));

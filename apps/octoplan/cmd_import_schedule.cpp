@@ -167,8 +167,7 @@ Runner setup(CLI::App& app) {
          "Instead of --stages: layers per stage in order, embedding and LM head included (e.g. 14,13,13,14)")
       ->delimiter(',');
   cmd->add_option("--model", args.inputs.model_path, "Model YAML (default: the one embedded in --stages)");
-  cmd->add_option("--cluster", args.inputs.cluster_path,
-                  "Cluster YAML (with --model; default: embedded h100x8)");
+  cmd->add_option("--cluster", args.inputs.cluster_path, octoplan::cluster_help() + "; with --model");
   cmd->add_option("--costs", args.inputs.costs_path,
                   "Costs YAML (with --model; default: an analytic estimate)");
   cmd->add_option("--tp", args.inputs.tp, "Tensor-parallel size (with --model)")

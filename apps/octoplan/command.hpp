@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/subcommands.hpp"
 #include "core/fs.hpp"
 #include "cost/inputs.hpp"
 
@@ -14,8 +15,8 @@ namespace octoplan {
 
 /// Runs the parsed subcommand; returns the process exit code.
 using Runner = std::function<int()>;
-/// Adds the subcommand to `app` and returns what runs it once the command line is parsed.
-using Setup = Runner (*)(CLI::App& app);
+using Commands = octo::cli::Subcommands<Runner>;
+using Setup = Commands::Setup;
 
 struct Registration {
   /// `order` sorts subcommands in --help.
@@ -25,6 +26,9 @@ struct Registration {
 /// Adds MODEL and the shared input options (--cluster, --costs, --pp, --tp, --dp,
 /// --microbatches, --micro-batch, --seq, --memory-limit-gib) to `cmd`.
 void add_input_options(CLI::App* cmd, octo::InputOptions& options);
+
+/// The help of --cluster: a file or a shipped cluster's name (the names listed), and the default.
+[[nodiscard]] std::string cluster_help();
 
 /// Adds `--report FILE` (JSON of the printed figures).
 void add_report_option(CLI::App* cmd, std::string& path);

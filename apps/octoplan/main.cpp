@@ -2,11 +2,14 @@
 // chosen here (core/exit_code.hpp, the README's "Errors" section), from the kind of error.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
@@ -16,22 +19,21 @@
 #include "core/fs.hpp"
 
 namespace octoplan {
-namespace {
+Registration::Registration(int order, Setup setup) { Commands::all().emplace_back(order, setup); }
 
-std::vector<std::pair<int, Setup>>& registry() {
-  static std::vector<std::pair<int, Setup>> commands;
-  return commands;
+std::string cluster_help() {
+  std::vector<std::string_view> names;
+  for (const octo::ShippedCluster& c : octo::shipped_clusters()) names.push_back(c.name);
+  return fmt::format(
+      "Cluster description: a YAML file, or a shipped cluster by name ({}) (default: {}, one node of 8 x "
+      "H100-SXM 80 GB)",
+      fmt::join(names, ", "), octo::kDefaultCluster);
 }
-
-}  // namespace
-
-Registration::Registration(int order, Setup setup) { registry().emplace_back(order, setup); }
 
 void add_input_options(CLI::App* cmd, octo::InputOptions& o) {
   namespace cli = octo::cli;
   cmd->add_option("model", o.model_path, "Model description (profiles/models/*.yaml)")->required();
-  cmd->add_option("--cluster", o.cluster_path,
-                  "Cluster description (default: the embedded h100x8, one node of 8 x H100-SXM 80 GB)");
+  cmd->add_option("--cluster", o.cluster_path, cluster_help());
   cmd->add_option("--costs", o.costs_path,
                   "Op costs (profiles/costs/*.yaml); default: analytic estimate for the cluster's device");
   cmd->add_option("--pp", o.pp, "Pipeline devices (default: world / (tp * dp) of the cluster)")
@@ -83,16 +85,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("octoplan {}", octo::version()));
 
-  auto& commands = octoplan::registry();
-  std::stable_sort(commands.begin(), commands.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::pair<CLI::App*, octoplan::Runner>> runners;
-  for (const auto& [order, setup] : commands) {
-    size_t before = app.get_subcommands({}).size();
-    octoplan::Runner run = setup(app);
-    auto subs = app.get_subcommands({});
-    if (subs.size() > before) runners.emplace_back(subs.back(), std::move(run));
-  }
+  const auto runners = octoplan::Commands::install(app);
 
   try {
     app.parse(argc, argv);
@@ -100,9 +93,7 @@ int main(int argc, char** argv) {
     return octo::cli::parse_error_exit(app, e, "octoplan");
   }
   try {
-    for (auto& [cmd, run] : runners) {
-      if (cmd->parsed()) return run();
-    }
+    if (const octoplan::Runner run = octoplan::Commands::parsed(runners)) return run();
     return 0;
   } catch (const std::exception& e) {
     return octo::cli::error_exit(e, "octoplan");

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "common/subcommands.hpp"
 #include "exec/backend.hpp"
 #include "exec/comm.hpp"
 
@@ -15,8 +16,8 @@ namespace octorun {
 /// Runs the parsed subcommand on this rank once MPI is up; returns the process exit code. Throw
 /// octo::Error for failures: main() prints it and aborts the job (other ranks may be waiting).
 using Runner = std::function<int(octo::exec::Comm& world)>;
-/// Adds the subcommand to `app` and returns what runs it once the command line is parsed.
-using Setup = Runner (*)(CLI::App& app);
+using Commands = octo::cli::Subcommands<Runner>;
+using Setup = Commands::Setup;
 
 struct Registration {
   /// `order` sorts subcommands in --help.

@@ -26,16 +26,7 @@
 #include "nn/token_formats.hpp"
 
 namespace octorun {
-namespace {
-
-std::vector<std::pair<int, Setup>>& registry() {
-  static std::vector<std::pair<int, Setup>> commands;
-  return commands;
-}
-
-}  // namespace
-
-Registration::Registration(int order, Setup setup) { registry().emplace_back(order, setup); }
+Registration::Registration(int order, Setup setup) { Commands::all().emplace_back(order, setup); }
 
 CLI::Option* add_backend_option(CLI::App& app, std::string& backend,
                                 const octo::exec::BackendRegistry& backends) {
@@ -152,23 +143,13 @@ int main(int argc, char** argv) {
   app.add_option("--print-every", o.print_every, "Print the loss every N steps")
       ->check(cli::integer(1))
       ->capture_default_str();
-  auto& commands = octorun::registry();
-  std::stable_sort(commands.begin(), commands.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::pair<CLI::App*, octorun::Runner>> runners;
-  for (const auto& [order, setup] : commands) {
-    const std::size_t before = app.get_subcommands({}).size();
-    octorun::Runner run = setup(app);
-    auto subs = app.get_subcommands({});
-    if (subs.size() > before) runners.emplace_back(subs.back(), std::move(run));
-  }
+  const auto runners = octorun::Commands::install(app);
   app.require_subcommand(0, 1);
 
   octorun::Runner chosen;
   try {
     app.parse(argc, argv);
-    for (auto& [cmd, run] : runners)
-      if (cmd->parsed()) chosen = run;
+    chosen = octorun::Commands::parsed(runners);
     if (!chosen && o.plan_path.empty()) throw CLI::RequiredError("plan");
     if (const char* fault = std::getenv("OCTO_EXEC_FAULT"); fault && *fault)
       o.fault = octo::exec::FaultInjection::parse(fault);
