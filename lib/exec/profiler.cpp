@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/quantile.hpp"
 #include "core/random.hpp"
 #include "core/system.hpp"
 #include "core/units.hpp"
@@ -429,15 +430,9 @@ Timing summarize(std::vector<double> v) {
   Timing t;
   if (v.empty()) return t;
   std::sort(v.begin(), v.end());
-  const auto at = [&](double q) {
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    const std::size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-  };
-  t.median_ms = at(0.5);
-  t.p10_ms = at(0.1);
-  t.p90_ms = at(0.9);
+  t.median_ms = quantile_of_sorted(v, 0.5);
+  t.p10_ms = quantile_of_sorted(v, 0.1);
+  t.p90_ms = quantile_of_sorted(v, 0.9);
   const auto first = static_cast<std::size_t>(std::floor(0.05 * static_cast<double>(v.size())));
   const std::size_t last = v.size() - first;
   double sum = 0;

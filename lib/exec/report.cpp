@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/quantile.hpp"
 #include "core/units.hpp"
 #include "exec/float_bytes.hpp"
 #include "plan/rank_layout.hpp"
@@ -30,13 +31,6 @@ int kind_slot(OpKind k) {
   for (std::size_t i = 0; i < kComputeKinds.size(); ++i)
     if (kComputeKinds[i] == k) return static_cast<int>(i);
   return -1;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /// The steps that count: after the warm-up, or the last one when there is nothing else.
