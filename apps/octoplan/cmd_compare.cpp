@@ -34,7 +34,7 @@ int run(CompareArgs& a) {
   octo::TuneResult result = tune_or_search(a.search_parallel, a.inputs, inputs, a.tune);
   fmt::print("{}", octo::format_comparison(inputs, result));
   write_report(a.report, octo::comparison_json(inputs, result));
-  if (result.stats.stopped_by == "interrupted") {
+  if (result.stats.stopped_by == octo::stop_reason::kInterrupted) {
     fmt::print(stderr, "octoplan: interrupted by {}: the tuned plan above is the best found before it\n",
                interrupt.signal_name());
     return octo::code(octo::ExitCode::Interrupted);

@@ -42,7 +42,7 @@ int run(PlanArgs& a) {
   const octo::InterruptFlag interrupt;
   a.tune.options.stop = &interrupt.flag();
   octo::TuneResult result = tune_or_search(a.search_parallel, a.inputs, inputs, a.tune);
-  const bool interrupted = result.stats.stopped_by == "interrupted";
+  const bool interrupted = result.stats.stopped_by == octo::stop_reason::kInterrupted;
 
   if (!result.plan.predicted->fits_memory) {
     if (!a.allow_oversubscribed)

@@ -47,13 +47,13 @@ void Budget::charge_serial(double units) {
 bool Budget::stopped() {
   if (!stopped_by_.empty()) return true;
   if (interrupted())
-    stop("interrupted");
+    stop(stop_reason::kInterrupted);
   else if (max_evaluations_ > 0 && evaluations_ >= max_evaluations_)
-    stop("evaluation limit");
+    stop(stop_reason::kEvaluationLimit);
   else if (work_units_ >= work_budget_)
-    stop("work budget");
+    stop(stop_reason::kWorkBudget);
   else if (past_wall_cap())
-    stop("wall-clock cap");
+    stop(stop_reason::kWallClockCap);
   return !stopped_by_.empty();
 }
 

@@ -58,13 +58,13 @@ void Search::run(const Evaluator& ev, const Evaluation& baseline) {
     if (e[0].ok) descend({k, e[0]}, "kick + local search", kick_source());
     failed = improves(incumbent_.best().e, before) ? 0 : failed + 1;
   }
-  budget_.stop("converged");
+  budget_.stop(stop_reason::kConverged);
 }
 
 bool Search::done() {
   if (incumbent_.has() && incumbent_.best().e.fits_memory &&
       incumbent_.best().e.makespan_ms <= bound_ * (1 + kReachedBoundTolerance))
-    budget_.stop("reached the lower bound");
+    budget_.stop(stop_reason::kReachedBound);
   return budget_.stopped();
 }
 

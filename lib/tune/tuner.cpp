@@ -89,7 +89,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   std::string stopped_by;  // what ended the last round
   for (int k = 0; k < options.searches; ++k) {
     if (k > 0) {
-      if (budget.out_of_time() || stopped_by == "reached the lower bound") break;
+      if (budget.out_of_time() || stopped_by == stop_reason::kReachedBound) break;
       budget.next_round();
     }
     TuneOptions seeded = options;

@@ -31,6 +31,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/inputs.hpp"
@@ -40,6 +41,16 @@
 #include "sim/simulator.hpp"
 
 namespace octo {
+
+/// What ends a search (TuneStats::stopped_by, as the reports print it).
+namespace stop_reason {
+inline constexpr std::string_view kConverged = "converged";
+inline constexpr std::string_view kReachedBound = "reached the lower bound";
+inline constexpr std::string_view kWorkBudget = "work budget";
+inline constexpr std::string_view kEvaluationLimit = "evaluation limit";
+inline constexpr std::string_view kWallClockCap = "wall-clock cap";
+inline constexpr std::string_view kInterrupted = "interrupted";
+}  // namespace stop_reason
 
 /// A progress report (once per improvement and phase, and at least every second of search).
 struct TuneProgress {
@@ -124,8 +135,8 @@ struct TuneStats {
   std::uint64_t seed = 1;  ///< the seed of the search whose plan won
   double elapsed_s = 0;
   double baselines_s = 0;  ///< time spent building the baselines
-  /// "converged", "reached the lower bound", "work budget", "evaluation limit" (all
-  /// deterministic), "wall-clock cap" or "interrupted" (TuneOptions::stop).
+  /// One of stop_reason: converged, reached the lower bound, work budget, evaluation limit (all
+  /// deterministic), wall-clock cap or interrupted (TuneOptions::stop).
   std::string stopped_by;
   std::string start;     ///< the incumbent the search started from (a baseline or "none")
   std::string origin;    ///< what the best plan is: "search" or the baseline it kept
