@@ -149,7 +149,7 @@ json parse_json(std::string_view text, const std::string& source) {
     }
     // Python's json module writes float('inf') and NaN as these literals, which JSON does not have.
     const std::string_view rest = text.substr(byte);
-    for (std::string_view literal : {"Infinity", "-Infinity", "NaN"})
+    for (const std::string_view literal : kPythonFloatLiterals)
       if (rest.substr(0, literal.size()) == literal)
         detail += fmt::format(
             " ({} is not JSON: Python's json module writes it for a float; use a number or null)", literal);

@@ -4,6 +4,7 @@
 /// octo::InputError "file: json.path: problem (expected ...)" — or "file:line:col: invalid JSON:
 /// ..." for a syntax error.
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -12,6 +13,10 @@
 #include <string_view>
 
 namespace octo {
+
+/// What Python's json module writes for float('-inf'), float('inf') and NaN, which JSON does not
+/// have ("-Infinity" first: it is the one that starts with a sign).
+inline constexpr std::array<std::string_view, 3> kPythonFloatLiterals = {"-Infinity", "Infinity", "NaN"};
 
 /// Parses `text`; a syntax error throws InputError "source:line:col: invalid JSON: ..." pointing
 /// at the offending character.

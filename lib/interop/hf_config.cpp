@@ -201,7 +201,7 @@ namespace {
 /// strings "Infinity", "-Infinity", "NaN": import_hf_config) are named as written.
 std::string kind_of(const json& j) {
   if (j.is_string())
-    for (const std::string_view literal : {"Infinity", "-Infinity", "NaN"})
+    for (const std::string_view literal : kPythonFloatLiterals)
       if (j.get_ref<const std::string&>() == literal) return std::string(literal);
   return std::string(json_type(j));
 }
@@ -451,7 +451,7 @@ std::string python_literals_as_strings(std::string_view text) {
       return at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) != 0 || text[at] == '_');
     };
     bool replaced = false;
-    for (const std::string_view literal : {"-Infinity", "Infinity", "NaN"})
+    for (const std::string_view literal : kPythonFloatLiterals)
       if (text.substr(i, literal.size()) == literal && (i == 0 || !word(i - 1)) &&
           !word(i + literal.size())) {
         out += '"';
