@@ -41,6 +41,10 @@ std::pair<int, int> measured_range(int steps, int warmup) {
 
 }  // namespace
 
+double measured_bubble(double busy_ms, double ranks, double pipeline_ms) {
+  return pipeline_ms > 0 && ranks > 0 ? std::clamp(1.0 - busy_ms / (ranks * pipeline_ms), 0.0, 1.0) : 0.0;
+}
+
 RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, Comm& world) {
   RunStats out;
   out.ranks = world.size();
@@ -135,8 +139,7 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
     }
     iteration.push_back(step_ms);
     pipeline.push_back(makespan);
-    // A share of the time: timer rounding must not make it negative (accuracy reads [0, 1]).
-    bubble.push_back(makespan > 0 ? std::clamp(1.0 - busy / (stats.ranks * makespan), 0.0, 1.0) : 0.0);
+    bubble.push_back(measured_bubble(busy, stats.ranks, makespan));
   }
   const double it_ms = median(iteration), pipe_ms = median(pipeline);
 

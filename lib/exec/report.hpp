@@ -23,6 +23,11 @@ struct RunStats {
 
 [[nodiscard]] RunStats gather_stats(const ExecPlan& plan, const std::vector<StepStats>& mine, Comm& world);
 
+/// The measured bubble of one step: 1 − Σ busy / (ranks × pipeline time), kept within [0, 1] (timer
+/// rounding must not make a share of the time negative: accuracy reads [0, 1]); 0 for an empty step.
+/// The run report's bubble_ratio and the --metrics line's bubble both take it.
+[[nodiscard]] double measured_bubble(double busy_ms, double ranks, double pipeline_ms);
+
 /// Medians over the measured steps (those after `warmup`, or the last one if there are no more):
 ///   iteration_time_ms   step wall time (op list, gradient all-reduce, optimizer), slowest rank
 ///   pipeline_time_ms    step start to the last op end over all ranks (the simulator's makespan)

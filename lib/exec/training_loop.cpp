@@ -13,6 +13,7 @@
 #include "exec/agree.hpp"
 #include "exec/checkpoint.hpp"
 #include "exec/grad_norm.hpp"
+#include "exec/report.hpp"
 #include "exec/stop_signal.hpp"
 
 namespace octo::exec {
@@ -245,7 +246,7 @@ StepOutcome TrainingLoop::finish(std::int64_t step, const StepStats& stats, cons
       m.tokens_per_s = static_cast<double>(runtime_.samples_per_step()) * static_cast<double>(p.seq) /
                        (iteration_ms / 1000.0);
       m.iteration_ms = iteration_ms;
-      m.bubble = most[2] > 0 ? 1.0 - busy / (static_cast<double>(world_.size()) * most[2]) : 0.0;
+      m.bubble = measured_bubble(busy, world_.size(), most[2]);
       try {
         metrics_->write(m);
       } catch (const Error& e) {

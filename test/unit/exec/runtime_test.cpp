@@ -391,3 +391,12 @@ TEST_CASE("runtime: a plan whose ranks pass 2^31 is refused by its count, not by
       Catch::Contains("big.json: the plan has 2 pipeline devices x dp 1073741824 x tp 4 = 8589934592 "
                       "ranks (expected at most 2147483647)"));
 }
+
+TEST_CASE("measured bubble: 1 - busy / (ranks x pipeline time), a share of the time", "[exec][report]") {
+  // 2 ranks busy 30 and 50 ms of a 50 ms step: 1 - 80 / 100.
+  CHECK(octo::exec::measured_bubble(80, 2, 50) == Approx(0.2));
+  // Timer rounding can put busy a hair above ranks x pipeline time: 0, not a negative share.
+  CHECK(octo::exec::measured_bubble(100.001, 2, 50) == 0.0);
+  CHECK(octo::exec::measured_bubble(0, 2, 50) == 1.0);
+  CHECK(octo::exec::measured_bubble(5, 2, 0) == 0.0);  // an empty step
+}
