@@ -26,7 +26,4 @@ struct ShippedCluster {
 inline constexpr std::string_view kDefaultCluster = "h100x8";
 [[nodiscard]] std::string_view default_cluster_yaml();
 
-/// The name under which the embedded default cluster appears in messages.
-inline constexpr std::string_view kDefaultClusterSource = "<embedded h100x8.yaml>";
-
 }  // namespace octo

@@ -136,11 +136,18 @@ ClusterSpec parse_cluster(std::string_view yaml_text, const std::string& source)
   }
 }
 
+namespace {
+
+/// The name a shipped cluster goes by in messages and in a plan: "<embedded h100-16x8.yaml>".
+std::string embedded_source(std::string_view name) { return fmt::format("<embedded {}.yaml>", name); }
+
+}  // namespace
+
 ClusterText read_cluster_text(const std::string& arg) {
   std::error_code ec;
   if (!std::filesystem::exists(arg, ec))
     if (const std::optional<std::string_view> shipped = shipped_cluster_yaml(arg))
-      return {std::string(*shipped), fmt::format("<embedded {}.yaml>", arg)};
+      return {std::string(*shipped), embedded_source(arg)};
   std::vector<std::string_view> names;
   for (const ShippedCluster& c : shipped_clusters()) names.push_back(c.name);
   return {yaml::read_input_file(arg, fmt::format("a cluster YAML file, or a shipped cluster by name: {}",
@@ -154,7 +161,7 @@ ClusterSpec load_cluster(const std::string& arg) {
 }
 
 ClusterSpec default_cluster() {
-  return parse_cluster(default_cluster_yaml(), std::string(kDefaultClusterSource));
+  return parse_cluster(default_cluster_yaml(), embedded_source(kDefaultCluster));
 }
 
 }  // namespace octo
