@@ -1,12 +1,15 @@
 #include "tune/polish.hpp"
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "sched/justify.hpp"
+#include "sched/op_graph.hpp"
 #include "sched/order_search.hpp"
+#include "sched/shifting_bottleneck.hpp"
 #include "sched/slack_scheduler.hpp"
 #include "sim/simulator.hpp"
 
@@ -22,6 +25,9 @@ std::vector<std::int64_t> activation_room(const Evaluator& ev, const Evaluation&
     for (const std::int64_t s : e.static_bytes) room.push_back(limit - s);
   return room;
 }
+
+/// The order name of a shifting-bottleneck order, justified.
+constexpr std::string_view kBottleneckTag = "bottleneck-ordered, justified";
 
 std::int64_t op_count(const Programs& order) {
   std::int64_t ops = 0;
@@ -41,6 +47,22 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   const std::int64_t ops = op_count(order);
   out.evaluated_ops = ops;
   const std::vector<std::int64_t> cap = activation_room(ev, best.e);
+  JustifyOptions jo;
+  jo.activation_cap = cap;
+  // The shifting bottleneck's order of the same structure, justified, where its ideal-transfer
+  // timing beats the plan's: a better start for the order search on fine structures, whose list
+  // schedules stay far above their bound.
+  std::string start_tag;
+  if (ops <= kMaxReorderedOps) {
+    const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(order));
+    const ListSchedule bj = justify(problem, b.schedule.programs, jo);
+    out.bottleneck_ops = b.timed_ops + static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+    out.timed_ops += out.bottleneck_ops;
+    if (bj.feasible() && faster(bj.makespan_ms, best.e.makespan_ms)) {
+      order = bj.programs;
+      start_tag = kBottleneckTag;
+    }
+  }
   OrderSearchOptions options;
   options.max_timed_ops = max_timed_ops;
   options.seed = seed;
@@ -53,8 +75,6 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   const bool searched = r.schedule.feasible() && faster(r.schedule.makespan_ms, best.e.makespan_ms);
   // Then the best order so far justified (a few passes over the ops): it fills gaps that moves
   // inside critical blocks leave.
-  JustifyOptions jo;
-  jo.activation_cap = cap;
   const ListSchedule justified = justify(problem, searched ? r.schedule.programs : order, jo);
   out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
   const double reference = searched ? r.schedule.makespan_ms : best.e.makespan_ms;
@@ -68,10 +88,12 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
     orders.emplace_back(&r.schedule.programs, "order-searched");
     for (const Programs& p : r.runners_up) orders.emplace_back(&p, "order-searched");
   }
+  if (!start_tag.empty() && !searched && !improved) orders.emplace_back(&order, "");
   for (const auto& [programs, tag] : orders) {
     Candidate n = best.c;
     n.order = std::make_shared<Programs>(*programs);
-    n.order_name = with_order_tag(n.order_name, tag);
+    if (!start_tag.empty()) n.order_name = start_tag;  // the start order replaced the plan's
+    if (!tag.empty()) n.order_name = with_order_tag(n.order_name, tag);
     const Evaluation e = ev.evaluate(n, sim);
     out.evaluated_ops += ops;
     if (improves(e, out.better ? out.better->e : best.e)) out.better = Scored{std::move(n), e};
@@ -83,6 +105,7 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
   Polish out;
   if (!top.e.ok) return out;
   Simulator sim;
+  std::int64_t bottleneck_ops = 0;
   for (const Scored& s : elite) {
     if (!s.e.ok || same_structure(s.c, top.c)) continue;
     if (at_structure_bound(s.e)) continue;  // no order is faster
@@ -95,20 +118,35 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
     JustifyOptions jo;
     jo.activation_cap = activation_room(ev, s.e);
     ListSchedule justified = justify(problem, order, jo);
-    const ListSchedule slack = slack_reschedule(problem, order);
-    if (slack.feasible()) {
-      ListSchedule js = justify(problem, slack.programs, jo);
-      if (js.feasible() && (!justified.feasible() || js.makespan_ms < justified.makespan_ms))
+    std::string_view tag = "justified";
+    auto consider = [&](const ListSchedule& start, std::string_view start_tag) {
+      if (!start.feasible()) return;
+      ListSchedule js = justify(problem, start.programs, jo);
+      out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+      if (js.feasible() && (!justified.feasible() || js.makespan_ms < justified.makespan_ms)) {
         justified = std::move(js);
+        tag = start_tag;
+      }
+    };
+    consider(slack_reschedule(problem, order), "slack-rescheduled, justified");
+    // The shifting bottleneck costs a few hundred timed ops per op (more with more devices): it
+    // orders structures until the elite has spent kMaxPolishOps on it.
+    if (bottleneck_ops < kMaxPolishOps) {
+      const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(order));
+      bottleneck_ops += b.timed_ops;
+      out.timed_ops += b.timed_ops;
+      out.bottleneck_ops += b.timed_ops + static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+      consider(b.schedule, kBottleneckTag);
     }
-    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 4 * ops;
+    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
     out.evaluated_ops += ops;
     const Evaluation& against = out.better ? out.better->e : top.e;
     if (!justified.feasible() || (against.fits_memory && !faster(justified.makespan_ms, against.makespan_ms)))
       continue;
     Candidate n = s.c;
     n.order = std::make_shared<Programs>(justified.programs);
-    n.order_name = with_order_tag(n.order_name, "justified");
+    // A bottleneck order replaces the structure's order; the others re-schedule it.
+    n.order_name = tag == kBottleneckTag ? std::string(tag) : with_order_tag(n.order_name, tag);
     const Evaluation e = ev.evaluate(n, sim);
     out.evaluated_ops += ops;
     if (improves(e, against)) out.better = Scored{std::move(n), e};

@@ -17,9 +17,9 @@
 ///    Seeded random kicks (tune/kick.hpp) restart the descent from the best plan until no step
 ///    helps, the budget ends (tune/budget.hpp) or the plan reaches the lower bound for any plan
 ///    (sim/lower_bound.hpp).
-/// 4. Polish (tune/polish.hpp): the order search and the forward–backward justification of the
-///    best plan and of an elite of others, on the work budget set aside for it; one search round
-///    (tune/round.hpp) is steps 2–4 under one seed.
+/// 4. Polish (tune/polish.hpp): the order search, the shifting bottleneck and the forward–backward
+///    justification of the best plan and of an elite of others, on the work budget set aside for it; one
+///    search round (tune/round.hpp) is steps 2–4 under one seed.
 /// Candidates are generated deterministically and evaluated on a thread pool in fixed chunks,
 /// reduced in candidate order: for a given seed and thread count the result is the same on every
 /// run (the budget is counted in work, not seconds) unless the wall-clock cap ends the search on a
