@@ -49,54 +49,56 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   const std::vector<std::int64_t> cap = activation_room(ev, best.e);
   JustifyOptions jo;
   jo.activation_cap = cap;
-  // The shifting bottleneck's order of the same structure, justified, where its ideal-transfer
-  // timing beats the plan's: a better start for the order search on fine structures, whose list
-  // schedules stay far above their bound.
-  std::string start_tag;
+  // The starts of the order search: the plan's own order and, where its ideal-transfer timing beats
+  // the plan, the shifting bottleneck's order of the same structure, justified (fine structures,
+  // whose list schedules stay far above their bound). Each is searched on its own budget, so the
+  // plan's own order fares as it did without the second start.
+  std::vector<std::pair<Programs, std::string_view>> starts;
+  starts.emplace_back(std::move(order), "");
   if (ops <= kMaxReorderedOps) {
-    const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(order));
-    const ListSchedule bj = justify(problem, b.schedule.programs, jo);
+    const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(starts.front().first));
+    ListSchedule bj = justify(problem, b.schedule.programs, jo);
     out.bottleneck_ops = b.timed_ops + static_cast<std::int64_t>(jo.rounds) * 2 * ops;
     out.timed_ops += out.bottleneck_ops;
-    if (bj.feasible() && faster(bj.makespan_ms, best.e.makespan_ms)) {
-      order = bj.programs;
-      start_tag = kBottleneckTag;
-    }
+    if (bj.feasible() && faster(bj.makespan_ms, best.e.makespan_ms))
+      starts.emplace_back(std::move(bj.programs), kBottleneckTag);
   }
   OrderSearchOptions options;
   options.max_timed_ops = max_timed_ops;
   options.seed = seed;
   options.target_ms = best.e.structure_bound_ms;
   options.activation_cap = cap;
-  const OrderSearchResult r = order_search(problem, order, options);
-  out.timed_ops += r.timed_ops;
-  // The ideal-transfer makespan is a lower bound of the simulated one: an order that does not
-  // beat the current plan there cannot beat it in the simulator.
-  const bool searched = r.schedule.feasible() && faster(r.schedule.makespan_ms, best.e.makespan_ms);
-  // Then the best order so far justified (a few passes over the ops): it fills gaps that moves
-  // inside critical blocks leave.
-  const ListSchedule justified = justify(problem, searched ? r.schedule.programs : order, jo);
-  out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
-  const double reference = searched ? r.schedule.makespan_ms : best.e.makespan_ms;
-  const bool improved = justified.feasible() && faster(justified.makespan_ms, reference);
-  // The searched order, its runners-up and the justified order, simulated: the fastest that
-  // improves on `best` is kept.
-  std::vector<std::pair<const Programs*, std::string_view>> orders;
-  if (improved)
-    orders.emplace_back(&justified.programs, searched ? "order-searched, justified" : "justified");
-  if (searched) {
-    orders.emplace_back(&r.schedule.programs, "order-searched");
-    for (const Programs& p : r.runners_up) orders.emplace_back(&p, "order-searched");
-  }
-  if (!start_tag.empty() && !searched && !improved) orders.emplace_back(&order, "");
-  for (const auto& [programs, tag] : orders) {
+  // Per start: the searched order, its runners-up and the justified order, simulated; the fastest
+  // that improves on `best` is kept (the plan's own order's first, so a tie keeps it).
+  auto try_order = [&](const Programs& programs, std::string_view start_tag, std::string_view tag) {
     Candidate n = best.c;
-    n.order = std::make_shared<Programs>(*programs);
-    if (!start_tag.empty()) n.order_name = start_tag;  // the start order replaced the plan's
+    n.order = std::make_shared<Programs>(programs);
+    // A bottleneck start replaces the plan's order; the others re-schedule it.
+    if (!start_tag.empty()) n.order_name = start_tag;
     if (!tag.empty()) n.order_name = with_order_tag(n.order_name, tag);
     const Evaluation e = ev.evaluate(n, sim);
     out.evaluated_ops += ops;
     if (improves(e, out.better ? out.better->e : best.e)) out.better = Scored{std::move(n), e};
+  };
+  for (const auto& [start, start_tag] : starts) {
+    const OrderSearchResult r = order_search(problem, start, options);
+    out.timed_ops += r.timed_ops;
+    // The ideal-transfer makespan is a lower bound of the simulated one: an order that does not
+    // beat the current plan there cannot beat it in the simulator.
+    const bool searched = r.schedule.feasible() && faster(r.schedule.makespan_ms, best.e.makespan_ms);
+    // Then the best order so far justified (a few passes over the ops): it fills gaps that moves
+    // inside critical blocks leave.
+    const ListSchedule justified = justify(problem, searched ? r.schedule.programs : start, jo);
+    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+    const double reference = searched ? r.schedule.makespan_ms : best.e.makespan_ms;
+    if (justified.feasible() && faster(justified.makespan_ms, reference))
+      try_order(justified.programs, start_tag, searched ? "order-searched, justified" : "justified");
+    if (searched) {
+      try_order(r.schedule.programs, start_tag, "order-searched");
+      for (const Programs& p : r.runners_up) try_order(p, start_tag, "order-searched");
+    } else if (!start_tag.empty()) {
+      try_order(start, start_tag, "");
+    }
   }
   return out;
 }
@@ -119,37 +121,41 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
     jo.activation_cap = activation_room(ev, s.e);
     ListSchedule justified = justify(problem, order, jo);
     std::string_view tag = "justified";
-    auto consider = [&](const ListSchedule& start, std::string_view start_tag) {
-      if (!start.feasible()) return;
-      ListSchedule js = justify(problem, start.programs, jo);
-      out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+    const ListSchedule slack = slack_reschedule(problem, order);
+    if (slack.feasible()) {
+      ListSchedule js = justify(problem, slack.programs, jo);
       if (js.feasible() && (!justified.feasible() || js.makespan_ms < justified.makespan_ms)) {
         justified = std::move(js);
-        tag = start_tag;
+        tag = "slack-rescheduled, justified";
       }
-    };
-    consider(slack_reschedule(problem, order), "slack-rescheduled, justified");
-    // The shifting bottleneck costs a few hundred timed ops per op (more with more devices): it
-    // orders structures until the elite has spent kMaxPolishOps on it.
+    }
+    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 4 * ops;
+    out.evaluated_ops += ops;
+    std::vector<std::pair<ListSchedule, std::string_view>> orders;
+    orders.emplace_back(std::move(justified), tag);
+    // The shifting bottleneck's order, justified, besides (simulated on its own, so the elite fares
+    // at least as it did without it). It costs a few hundred timed ops per op (more with more
+    // devices): it orders structures until the elite has spent kMaxPolishOps on it.
     if (bottleneck_ops < kMaxPolishOps) {
       const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(order));
       bottleneck_ops += b.timed_ops;
-      out.timed_ops += b.timed_ops;
-      out.bottleneck_ops += b.timed_ops + static_cast<std::int64_t>(jo.rounds) * 2 * ops;
-      consider(b.schedule, kBottleneckTag);
+      const std::int64_t work = b.timed_ops + static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+      out.timed_ops += work;
+      out.bottleneck_ops += work;
+      orders.emplace_back(justify(problem, b.schedule.programs, jo), kBottleneckTag);
     }
-    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
-    out.evaluated_ops += ops;
-    const Evaluation& against = out.better ? out.better->e : top.e;
-    if (!justified.feasible() || (against.fits_memory && !faster(justified.makespan_ms, against.makespan_ms)))
-      continue;
-    Candidate n = s.c;
-    n.order = std::make_shared<Programs>(justified.programs);
-    // A bottleneck order replaces the structure's order; the others re-schedule it.
-    n.order_name = tag == kBottleneckTag ? std::string(tag) : with_order_tag(n.order_name, tag);
-    const Evaluation e = ev.evaluate(n, sim);
-    out.evaluated_ops += ops;
-    if (improves(e, against)) out.better = Scored{std::move(n), e};
+    for (const auto& [schedule, how] : orders) {
+      const Evaluation& against = out.better ? out.better->e : top.e;
+      if (!schedule.feasible() || (against.fits_memory && !faster(schedule.makespan_ms, against.makespan_ms)))
+        continue;
+      Candidate n = s.c;
+      n.order = std::make_shared<Programs>(schedule.programs);
+      // A bottleneck order replaces the structure's order; the others re-schedule it.
+      n.order_name = how == kBottleneckTag ? std::string(how) : with_order_tag(n.order_name, how);
+      const Evaluation e = ev.evaluate(n, sim);
+      out.evaluated_ops += ops;
+      if (improves(e, against)) out.better = Scored{std::move(n), e};
+    }
   }
   return out;
 }

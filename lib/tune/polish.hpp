@@ -2,8 +2,8 @@
 /// The polish after the search: the order search (sched/order_search.hpp) run once on the best
 /// plan's compute order, which the local search's list-scheduled and reorder moves leave short of
 /// the bound on w = 0 profiles (no W to fill bubbles with, so the order of the critical device is
-/// all there is), or on the shifting bottleneck's order of the same structure
-/// (sched/shifting_bottleneck.hpp) where that, justified, is faster, and the order it ends with
+/// all there is), and on the shifting bottleneck's order of the same structure
+/// (sched/shifting_bottleneck.hpp) where that, justified, is faster, and the orders they end with
 /// justified (sched/justify.hpp). The orders are lowered and simulated with memory; one is kept
 /// only when the simulator confirms that it is better.
 
@@ -27,9 +27,9 @@ struct Polish {
   std::int64_t evaluated_ops = 0;  ///< compute ops of the plans evaluated (the start and the results)
 };
 
-/// Order-searches `best` (evaluated under `ev`), or its structure's shifting-bottleneck order where
-/// that is faster, with at most `max_timed_ops` timed ops in the order search, seeded by `seed`, and
-/// justifies the result. Nothing is tried when `best` did not run or already
+/// Order-searches `best` (evaluated under `ev`), and its structure's shifting-bottleneck order where
+/// that is faster, each with at most `max_timed_ops` timed ops in the order search, seeded by `seed`,
+/// and justifies the results. Nothing is tried when `best` did not run or already
 /// reaches its structure bound.
 [[nodiscard]] Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops,
                             std::uint64_t seed);

@@ -45,7 +45,8 @@ TEST_CASE("the polish never makes a plan worse and improves one with slack", "[t
         REQUIRE(cur.e.ok);
         const Polish p = polish(cur, ev, 200000, 1);
         CHECK(p.bottleneck_ops > 0);
-        CHECK(p.timed_ops - p.bottleneck_ops <= 200000 + 2000);
+        // One order search per start (the plan's order, and the bottleneck order where faster).
+        CHECK(p.timed_ops - p.bottleneck_ops <= 2 * (200000 + 2000));
         if (!p.better) continue;
         ++improved;
         const Evaluation again = ev.evaluate(p.better->c, sim);
