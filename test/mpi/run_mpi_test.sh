@@ -471,12 +471,15 @@ resume-killed)
   ;;
 stop-signal)
   # SIGUSR1 to mpirun (forwarded to every rank): the run ends after the step it is in with that
-  # step's checkpoint, exit 7; the restart from it gives the losses of a run never stopped.
+  # step's checkpoint, exit 7; the restart from it gives the losses of a run never stopped. 600 steps
+  # of a few ms each: mpirun forwards the ranks' lines in bursts on a loaded machine, so the signal
+  # sent once step 10 shows can reach them many steps later.
+  steps=600
   small_plan 1f1b 2 "$dir/plan.json"
-  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 200 --print-every 1 --metrics "$dir/straight.jsonl" \
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps "$steps" --print-every 1 --metrics "$dir/straight.jsonl" \
     >"$dir/straight.log" 2>&1 || { cat "$dir/straight.log"; fail "the straight run failed"; }
   # mpirun itself in the background (a function would run in a subshell that the signal ends).
-  mpirun --oversubscribe --bind-to none -np 2 "$octorun" "$dir/plan.json" --steps 200 --print-every 1 \
+  mpirun --oversubscribe --bind-to none -np 2 "$octorun" "$dir/plan.json" --steps "$steps" --print-every 1 \
     --save "$dir/ckpt" --save-every 1000 --metrics "$dir/resumed.jsonl" >"$dir/stopped.log" 2>&1 &
   launcher=$!
   for _ in $(seq 1 600); do grep -q "^step    10" "$dir/stopped.log" && break; sleep 0.1; done
@@ -485,13 +488,13 @@ stop-signal)
   rc=$?
   cat "$dir/stopped.log" | grep -v "^step"
   [ "$rc" -eq 7 ] || fail "a run stopped by SIGUSR1 exits $rc, not 7"
-  last=$(sed -n 's/.*stopped after step \([0-9]*\) of 200; the checkpoint of step [0-9]* is .*: resume with --load.*/\1/p' \
+  last=$(sed -n "s/.*stopped after step \([0-9]*\) of $steps; the checkpoint of step [0-9]* is .*: resume with --load.*/\1/p" \
     "$dir/stopped.log")
   [ -n "$last" ] || fail "no stop message naming the step and its checkpoint"
-  [ "$last" -lt 199 ] || fail "the signal came too late to test a stop (step $last)"
+  [ "$last" -lt $((steps - 1)) ] || fail "the signal came too late to test a stop (step $last)"
   [ -d "$dir/ckpt/step-$(printf %08d $((last + 1)))" ] || fail "no checkpoint of step $((last + 1))"
   [ "$(losses "$dir/resumed.jsonl" | wc -l)" -eq $((last + 1)) ] || fail "the metrics do not end at step $last"
-  mpirun_n 2 "$octorun" "$dir/plan.json" --steps 200 --load "$dir/ckpt" --metrics "$dir/resumed.jsonl" \
+  mpirun_n 2 "$octorun" "$dir/plan.json" --steps "$steps" --load "$dir/ckpt" --metrics "$dir/resumed.jsonl" \
     >"$dir/resume.log" 2>&1 || { cat "$dir/resume.log"; fail "the restart failed"; }
   same_losses "$dir/straight.jsonl" "$dir/resumed.jsonl"
   ;;
