@@ -1,11 +1,10 @@
 #pragma once
-/// Plan semantics in one place (lib/plan/CONTRACTS.md): which op of a (stage, micro-batch) needs
-/// which other op, which tensor crosses a stage boundary and in which direction, and what every
-/// compute op allocates and frees. The rules are data (the tables below) read through small
-/// constexpr functions, so the simulator's and the list scheduler's inner loops use them at no
-/// cost. The simulator, the list scheduler, the schedule harness, the plan index, validation,
-/// lowering, the deadlock check and the executor all take the rules from here; the test oracles
-/// write them out on their own on purpose.
+/// Plan semantics in one place (lib/plan/CONTRACTS.md): which ops a (stage, micro-batch) has, which
+/// op of it needs which other op, which tensor crosses a stage boundary and in which direction, and what
+/// every compute op allocates and frees. The rules are data (the tables below) read through small constexpr
+/// functions, so the simulator's and the list scheduler's inner loops use them at no cost. The simulator, the
+/// list scheduler, the schedule harness, the plan index, validation, lowering, the deadlock check and the
+/// executor all take the rules from here; the test oracles write them out on their own on purpose.
 
 #include <algorithm>
 #include <array>
@@ -70,6 +69,38 @@ enum class Pick : std::uint8_t { F, R, B, W, Backward };
     default:
       return OpKind::B;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ops of one (stage, micro-batch)
+// ---------------------------------------------------------------------------------------------
+
+/// The compute ops one (stage, micro-batch) has in a schedule whose backward is split (B and W) or
+/// fused (BW), on a stage that does or does not recompute: F, then R when the stage recomputes (it
+/// runs before the backward it feeds), then the backward.
+struct StageOps {
+  std::array<OpKind, 4> kind{};
+  int count = 0;
+  [[nodiscard]] constexpr const OpKind* begin() const { return kind.data(); }
+  [[nodiscard]] constexpr const OpKind* end() const { return kind.data() + count; }
+  [[nodiscard]] constexpr bool has(OpKind k) const {
+    for (int i = 0; i < count; ++i)
+      if (kind[static_cast<std::size_t>(i)] == k) return true;
+    return false;
+  }
+};
+
+[[nodiscard]] constexpr StageOps stage_ops(bool split, bool recompute) {
+  StageOps ops;
+  ops.kind[static_cast<std::size_t>(ops.count++)] = OpKind::F;
+  if (recompute) ops.kind[static_cast<std::size_t>(ops.count++)] = OpKind::R;
+  if (split) {
+    ops.kind[static_cast<std::size_t>(ops.count++)] = OpKind::B;
+    ops.kind[static_cast<std::size_t>(ops.count++)] = OpKind::W;
+  } else {
+    ops.kind[static_cast<std::size_t>(ops.count++)] = OpKind::BW;
+  }
+  return ops;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -323,7 +323,7 @@ class Run {
       count[kR] += s + 1 < S_ ? 1 : 0;
       for (int m = 0; m < M_; ++m)
         for (int k = 0; k < kKinds; ++k) deps_[static_cast<std::size_t>(id(s, m, k))] = count[k];
-      total_ += M_ * (2 + (split_ ? 1 : 0) + (rc(s) ? 1 : 0));
+      total_ += M_ * stage_ops(split_, rc(s)).count;
     }
     for (int d = 0; d < D_; ++d) {
       const auto i = static_cast<std::size_t>(d);

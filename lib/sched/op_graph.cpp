@@ -9,6 +9,27 @@
 #include "plan/semantics.hpp"
 
 namespace octo {
+namespace {
+
+/// The time of one op of `kind` with these stage costs (a fused BW is B + W), without overhead.
+double ms_of(const StageCost& c, OpKind kind) {
+  switch (kind) {
+    case OpKind::F:
+      return c.f_ms;
+    case OpKind::B:
+      return c.b_ms;
+    case OpKind::W:
+      return c.w_ms;
+    case OpKind::BW:
+      return c.b_ms + c.w_ms;
+    case OpKind::R:
+      return c.r_ms;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
 
 OpGraph::OpGraph(const ListScheduleProblem& p, bool split)
     : stage_device_(p.stage_device), devices_(p.devices), M_(p.microbatches), split_(split) {
@@ -41,14 +62,7 @@ OpGraph::OpGraph(const ListScheduleProblem& p, bool split)
           preds[static_cast<std::size_t>(op)].emplace_back(from, delay);
         }
       };
-      add(OpKind::F, o + c.f_ms);
-      if (split) {
-        add(OpKind::B, o + c.b_ms);
-        add(OpKind::W, o + c.w_ms);
-      } else {
-        add(OpKind::BW, o + c.b_ms + c.w_ms);
-      }
-      if (rc) add(OpKind::R, o + c.r_ms);
+      for (const OpKind kind : stage_ops(split, rc)) add(kind, o + ms_of(c, kind));
     }
   }
   // Flat pred and succ lists (CSR).

@@ -126,15 +126,13 @@ void verify_programs(const Schedule& schedule, const ScheduleConfig& c, const Pr
   const bool split = schedule.splits_backward();
   for (int s = 0; s < stages; ++s) {
     const bool rc = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)];
-    for (int mb = 0; mb < m; ++mb) {
-      const std::string who = fmt::format("stage {} mb {}", s, mb);
-      if (slot(OpKind::F, s, mb) < 0 || slot(split ? OpKind::B : OpKind::BW, s, mb) < 0)
-        bug(who + ": missing F or backward");
-      if (split != (slot(OpKind::W, s, mb) >= 0) || (split && slot(OpKind::BW, s, mb) >= 0) ||
-          (!split && slot(OpKind::B, s, mb) >= 0))
-        bug(who + ": backward ops do not match the schedule's B/W split");
-      if (rc != (slot(OpKind::R, s, mb) >= 0)) bug(who + ": R present iff the stage recomputes");
-    }
+    const StageOps expected = stage_ops(split, rc);
+    for (int mb = 0; mb < m; ++mb)
+      for (const OpKind kind : {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R})
+        if (expected.has(kind) != (slot(kind, s, mb) >= 0))
+          bug(fmt::format("stage {} mb {}: {} {} (the schedule {} its backward, the stage {})", s, mb,
+                          to_string(kind), expected.has(kind) ? "is missing" : "does not belong",
+                          split ? "splits" : "fuses", rc ? "recomputes" : "does not recompute"));
   }
   // Every op after the ops it depends on (plan/semantics.hpp) that share its device. Ops are all
   // present now, so each Backward producer is the kind the split says.

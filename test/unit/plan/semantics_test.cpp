@@ -74,6 +74,19 @@ TEST_CASE("for_each_consumer: who waits for each op", "[semantics]") {
   CHECK(consumers(OpKind::Send, 1, 3).empty());
 }
 
+TEST_CASE("stage_ops: F, R where the stage recomputes, then B and W or the fused BW", "[semantics]") {
+  using V = std::vector<OpKind>;
+  auto list = [](const StageOps& o) { return V(o.begin(), o.end()); };
+  CHECK(list(stage_ops(false, false)) == V{OpKind::F, OpKind::BW});
+  CHECK(list(stage_ops(true, false)) == V{OpKind::F, OpKind::B, OpKind::W});
+  CHECK(list(stage_ops(false, true)) == V{OpKind::F, OpKind::R, OpKind::BW});
+  CHECK(list(stage_ops(true, true)) == V{OpKind::F, OpKind::R, OpKind::B, OpKind::W});
+  CHECK(stage_ops(true, true).has(OpKind::W));
+  CHECK_FALSE(stage_ops(true, true).has(OpKind::BW));
+  CHECK_FALSE(stage_ops(false, false).has(OpKind::R));
+  static_assert(stage_ops(true, true).count == 4 && stage_ops(false, false).count == 2);
+}
+
 TEST_CASE("picks: B and BW both answer to Backward, only B to B", "[semantics]") {
   CHECK(picks(Pick::Backward, OpKind::B));
   CHECK(picks(Pick::Backward, OpKind::BW));
