@@ -11,9 +11,8 @@
 #include "plan/validate.hpp"
 
 namespace octo {
-namespace {
 
-double duration(const StageDurations& d, OpKind kind) {
+double op_duration(const StageDurations& d, OpKind kind) {
   switch (kind) {
     case OpKind::F:
       return d.f;
@@ -29,6 +28,8 @@ double duration(const StageDurations& d, OpKind kind) {
       return 0;
   }
 }
+
+namespace {
 
 /// One cross-device hand-off: producer and consumer op ids, ordered by when the producer ends.
 struct Transfer {
@@ -111,7 +112,7 @@ void lower(Plan& plan, const LowerOptions& options) {
       }
       if (!ready) break;
       const StageDurations unit;
-      end[id] = start + duration(options.durations.empty() ? unit : options.durations[op.stage], op.kind);
+      end[id] = start + op_duration(options.durations.empty() ? unit : options.durations[op.stage], op.kind);
       free_at[d] = end[id];
       rank[id] = finished++;
       // Wake both neighbour stages' devices: a superset of this op's consumers elsewhere. The

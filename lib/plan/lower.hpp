@@ -19,6 +19,9 @@ struct StageDurations {
   double f = 1, b = 1, w = 1, r = 1;
 };
 
+/// The time of one op of `kind` of a stage with these durations (a fused BW takes B + W).
+[[nodiscard]] double op_duration(const StageDurations& d, OpKind kind);
+
 struct LowerOptions {
   /// boundary_bytes[s] = bytes of the tensor between stage s and s+1 (activation forward, the
   /// same-sized gradient backward); size stages-1 (a last extra entry is ignored). Empty: 0 bytes.

@@ -6,30 +6,10 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "plan/lower.hpp"
 #include "plan/semantics.hpp"
 
 namespace octo {
-namespace {
-
-/// The time of one op of `kind` with these stage costs (a fused BW is B + W), without overhead.
-double ms_of(const StageCost& c, OpKind kind) {
-  switch (kind) {
-    case OpKind::F:
-      return c.f_ms;
-    case OpKind::B:
-      return c.b_ms;
-    case OpKind::W:
-      return c.w_ms;
-    case OpKind::BW:
-      return c.b_ms + c.w_ms;
-    case OpKind::R:
-      return c.r_ms;
-    default:
-      return 0;
-  }
-}
-
-}  // namespace
 
 OpGraph::OpGraph(const ListScheduleProblem& p, bool split)
     : stage_device_(p.stage_device), devices_(p.devices), M_(p.microbatches), split_(split) {
@@ -62,7 +42,8 @@ OpGraph::OpGraph(const ListScheduleProblem& p, bool split)
           preds[static_cast<std::size_t>(op)].emplace_back(from, delay);
         }
       };
-      for (const OpKind kind : stage_ops(split, rc)) add(kind, o + ms_of(c, kind));
+      const StageDurations d{c.f_ms, c.b_ms, c.w_ms, c.r_ms};
+      for (const OpKind kind : stage_ops(split, rc)) add(kind, o + op_duration(d, kind));
     }
   }
   // Flat pred and succ lists (CSR).
