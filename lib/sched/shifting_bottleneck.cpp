@@ -37,7 +37,7 @@ class Bottleneck {
     for (int d = 0; d < D; ++d)
       if (on_device_[static_cast<std::size_t>(d)].empty()) fix(d, {});
     for (;;) {
-      if (!time()) fail("shifting bottleneck: internal error: a cycle through the devices");
+      retime();
       int bottleneck = -1;
       double worst = -1;
       std::vector<int> worst_order;
@@ -54,9 +54,12 @@ class Bottleneck {
       // Schrage's order can contradict a path through other devices' fixed orders (an op whose
       // release a delayed precedence raised waits while an op it leads to runs); the order by
       // head, which every path respects, replaces it then.
-      std::vector<int> by_head = order_by_head(bottleneck);
       fix(bottleneck, std::move(worst_order));
-      if (!time()) fix(bottleneck, std::move(by_head));
+      if (!time()) {
+        unfix(bottleneck);
+        retime();
+        fix(bottleneck, order_by_head(bottleneck));
+      }
       reorder_fixed(bottleneck);
     }
     TimedOrder t;
@@ -72,29 +75,15 @@ class Bottleneck {
  private:
   /// For every op, the ops of its micro-batch on its device that it leads to through data edges,
   /// with the longest path from its end to their start (data edges stay inside a micro-batch, so
-  /// each micro-batch's ops are walked on their own, in topological order).
+  /// each micro-batch's ops are walked on their own, in the topological order of time() with no
+  /// device ordered yet).
   void delayed_precedences() {
     const std::size_t n = g_.size();
     later_.assign(n, {});
     waits_.assign(n, 0);
-    std::vector<int> missing(n, 0), topo;
-    std::vector<int> stack;
-    for (std::size_t i = 0; i < n; ++i) {
-      const int op = static_cast<int>(i);
-      if (!g_.present(op)) continue;
-      missing[i] = g_.pred_count(op);
-      if (missing[i] == 0) stack.push_back(op);
-    }
-    while (!stack.empty()) {
-      const int op = stack.back();
-      stack.pop_back();
-      topo.push_back(op);
-      g_.for_each_succ(op, [&](int to, double) {
-        if (--missing[static_cast<std::size_t>(to)] == 0) stack.push_back(to);
-      });
-    }
+    retime();
     std::vector<std::vector<int>> of_mb(static_cast<std::size_t>(g_.microbatches()));
-    for (const int op : topo) of_mb[static_cast<std::size_t>(g_.mb_of(op))].push_back(op);
+    for (const int op : topo_) of_mb[static_cast<std::size_t>(g_.mb_of(op))].push_back(op);
     std::vector<int> index(n, -1);
     std::vector<double> dist;
     for (const auto& ops : of_mb) {
@@ -121,6 +110,7 @@ class Bottleneck {
   }
 
   void fix(int d, std::vector<int> order) {
+    timed_now_ = false;
     for (const int op : on_device_[static_cast<std::size_t>(d)]) next_[static_cast<std::size_t>(op)] = -1;
     for (std::size_t i = 0; i + 1 < order.size(); ++i)
       next_[static_cast<std::size_t>(order[i])] = order[i + 1];
@@ -129,6 +119,7 @@ class Bottleneck {
   }
 
   void unfix(int d) {
+    timed_now_ = false;
     for (const int op : on_device_[static_cast<std::size_t>(d)]) next_[static_cast<std::size_t>(op)] = -1;
     order_[static_cast<std::size_t>(d)].clear();
     fixed_[static_cast<std::size_t>(d)] = 0;
@@ -137,6 +128,7 @@ class Bottleneck {
   /// Heads (earliest starts) and tails (longest path from an op's end to the end) over the data
   /// edges and the fixed devices' orders; the makespan. False on a cycle.
   bool time() {
+    timed_now_ = false;
     const std::size_t n = g_.size();
     std::vector<int> missing(n, 0);
     topo_.clear();
@@ -178,7 +170,14 @@ class Bottleneck {
       tail_[static_cast<std::size_t>(op)] = t;
       makespan_ = std::max(makespan_, head_[static_cast<std::size_t>(op)] + g_.dur(op) + t);
     }
+    timed_now_ = true;
     return true;
+  }
+
+  /// time() unless the heads and tails are those of the current orders already; the orders must
+  /// not wait in a cycle.
+  void retime() {
+    if (!timed_now_ && !time()) fail("shifting bottleneck: internal error: a cycle through the devices");
   }
 
   /// Schrage's rule on device `d` under the current heads and tails, with the delayed precedences
@@ -245,11 +244,11 @@ class Bottleneck {
       for (int d = 0; d < g_.devices(); ++d) {
         const auto i = static_cast<std::size_t>(d);
         if (!fixed_[i] || on_device_[i].empty() || (round == 0 && d == newest)) continue;
-        if (!time()) fail("shifting bottleneck: internal error: a cycle through the devices");
+        retime();
         const double before = makespan_;
         std::vector<int> old = order_[i];
         unfix(d);
-        if (!time()) fail("shifting bottleneck: internal error: a cycle through the devices");
+        retime();
         std::vector<int> order = one_machine(d).first;
         const bool same = order == old;
         fix(d, std::move(order));
@@ -274,6 +273,7 @@ class Bottleneck {
   std::vector<double> head_, tail_;
   std::vector<int> topo_;
   double makespan_ = 0;
+  bool timed_now_ = false;  ///< head_, tail_, topo_ and makespan_ are those of the current orders
   std::int64_t timed_ = 0;
   /// one_machine's per-op releases and counts of ops still to run before it (indexed by op id).
   std::vector<double> release_;
