@@ -25,7 +25,6 @@ namespace {
 // activation bytes as two exact halves (exec/float_bytes.hpp).
 constexpr int kFields = 12;
 constexpr int kPeakField = 10;
-constexpr std::array<OpKind, 5> kComputeKinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R};
 
 int kind_slot(OpKind k) {
   for (std::size_t i = 0; i < kComputeKinds.size(); ++i)

@@ -3,6 +3,7 @@
 /// op list of every pipeline device), plus the inputs it was made from. It is the contract
 /// between octoplan and octorun.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +17,9 @@ namespace octo {
 /// Compute ops: F forward, B backward-for-input, W backward-for-weights, BW fused B+W,
 /// R recompute (re-run F from the saved stage input before B). Comm ops: Send / Recv.
 enum class OpKind : std::uint8_t { F, B, W, BW, R, Send, Recv };
+/// The compute op kinds, in the enum's order.
+inline constexpr std::array<OpKind, 5> kComputeKinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW,
+                                                        OpKind::R};
 /// What a comm op carries: the activation a stage's F produced (to stage+1), or the input
 /// gradient a stage's B produced (to stage-1).
 enum class TensorKind : std::uint8_t { Activation, Gradient };

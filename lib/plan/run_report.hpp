@@ -34,7 +34,7 @@ struct RankMeasurement {
 
 /// Mean time of each compute op kind of one stage over the measured steps and all replicas.
 struct StageOpTimes {
-  static constexpr std::array<OpKind, 5> kKinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R};
+  static constexpr std::array<OpKind, 5> kKinds = kComputeKinds;
   int stage = 0;
   std::array<std::optional<double>, 5> ms;  ///< by kKinds; empty where the kind did not run
 

@@ -128,7 +128,7 @@ void verify_programs(const Schedule& schedule, const ScheduleConfig& c, const Pr
     const bool rc = !c.recompute.empty() && c.recompute[static_cast<std::size_t>(s)];
     const StageOps expected = stage_ops(split, rc);
     for (int mb = 0; mb < m; ++mb)
-      for (const OpKind kind : {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R})
+      for (const OpKind kind : kComputeKinds)
         if (expected.has(kind) != (slot(kind, s, mb) >= 0))
           bug(fmt::format("stage {} mb {}: {} {} (the schedule {} its backward, the stage {})", s, mb,
                           to_string(kind), expected.has(kind) ? "is missing" : "does not belong",
