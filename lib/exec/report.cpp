@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -25,12 +26,6 @@ namespace {
 // activation bytes as two exact halves (exec/float_bytes.hpp).
 constexpr int kFields = 12;
 constexpr int kPeakField = 10;
-
-int kind_slot(OpKind k) {
-  for (std::size_t i = 0; i < kComputeKinds.size(); ++i)
-    if (kComputeKinds[i] == k) return static_cast<int>(i);
-  return -1;
-}
 
 /// The steps that count: after the warm-up, or the last one when there is nothing else.
 std::pair<int, int> measured_range(int steps, int warmup) {
@@ -233,11 +228,10 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
     for (int s = first; s < end; ++s) {
       const auto& spans = stats.per_rank[r][static_cast<std::size_t>(s)].spans;
       for (std::size_t i = 0; i < program.size() && i < spans.size(); ++i) {
-        const int slot = kind_slot(program[i].kind);
-        if (slot < 0) continue;
-        sum[static_cast<std::size_t>(program[i].stage)][static_cast<std::size_t>(slot)] +=
-            us_to_ms(spans[i].duration_us());
-        n[static_cast<std::size_t>(program[i].stage)][static_cast<std::size_t>(slot)] += 1;
+        const std::optional<std::size_t> slot = compute_kind_index(program[i].kind);
+        if (!slot) continue;
+        sum[static_cast<std::size_t>(program[i].stage)][*slot] += us_to_ms(spans[i].duration_us());
+        n[static_cast<std::size_t>(program[i].stage)][*slot] += 1;
       }
     }
   }

@@ -20,6 +20,12 @@ enum class OpKind : std::uint8_t { F, B, W, BW, R, Send, Recv };
 /// The compute op kinds, in the enum's order.
 inline constexpr std::array<OpKind, 5> kComputeKinds = {OpKind::F, OpKind::B, OpKind::W, OpKind::BW,
                                                         OpKind::R};
+/// A compute kind's index in kComputeKinds (for tables kept per kind); none for a comm kind.
+[[nodiscard]] constexpr std::optional<std::size_t> compute_kind_index(OpKind kind) {
+  for (std::size_t i = 0; i < kComputeKinds.size(); ++i)
+    if (kComputeKinds[i] == kind) return i;
+  return std::nullopt;
+}
 /// What a comm op carries: the activation a stage's F produced (to stage+1), or the input
 /// gradient a stage's B produced (to stage-1).
 enum class TensorKind : std::uint8_t { Activation, Gradient };

@@ -15,12 +15,6 @@ using nlohmann::json;
 constexpr std::int64_t kMaxReportInteger = std::numeric_limits<std::int64_t>::max();
 constexpr const char* kWhat = "an octorun run report (octorun PLAN --report R)";
 
-std::size_t slot(OpKind kind) {
-  for (std::size_t i = 0; i < StageOpTimes::kKinds.size(); ++i)
-    if (StageOpTimes::kKinds[i] == kind) return i;
-  return StageOpTimes::kKinds.size();
-}
-
 /// Reads the members of one object, each by key, with the JSON path in every message.
 class Fields {
  public:
@@ -86,8 +80,8 @@ RankMeasurement rank_from_json(const JsonReader& rd, const json& j, const std::s
 
 json stage_json(const StageOpTimes& s) {
   json e = {{"stage", s.stage}};
-  for (std::size_t k = 0; k < StageOpTimes::kKinds.size(); ++k)
-    if (s.ms[k]) e[std::string(to_string(StageOpTimes::kKinds[k]))] = *s.ms[k];
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k)
+    if (s.ms[k]) e[std::string(to_string(kComputeKinds[k]))] = *s.ms[k];
   return e;
 }
 
@@ -95,7 +89,7 @@ StageOpTimes stage_from_json(const JsonReader& rd, const json& j, const std::str
   const Fields f(rd, j, path, {"stage", "F", "B", "W", "BW", "R"});
   StageOpTimes s;
   s.stage = f.small("stage");
-  for (const OpKind kind : StageOpTimes::kKinds) {
+  for (const OpKind kind : kComputeKinds) {
     const std::string key(to_string(kind));
     if (f.has(key.c_str())) s.set(kind, f.number(key.c_str(), 0));
   }
@@ -267,13 +261,12 @@ MemoryComparison memory_from_json(const JsonReader& rd, const json& j) {
 }  // namespace
 
 std::optional<double> StageOpTimes::of(OpKind kind) const {
-  const std::size_t i = slot(kind);
-  return i < ms.size() ? ms[i] : std::nullopt;
+  const std::optional<std::size_t> i = compute_kind_index(kind);
+  return i ? ms[*i] : std::nullopt;
 }
 
 void StageOpTimes::set(OpKind kind, double value) {
-  const std::size_t i = slot(kind);
-  if (i < ms.size()) ms[i] = value;
+  if (const std::optional<std::size_t> i = compute_kind_index(kind)) ms[*i] = value;
 }
 
 json to_json(const Measurement& m) { return measurement_json(m); }

@@ -34,9 +34,9 @@ struct RankMeasurement {
 
 /// Mean time of each compute op kind of one stage over the measured steps and all replicas.
 struct StageOpTimes {
-  static constexpr std::array<OpKind, 5> kKinds = kComputeKinds;
   int stage = 0;
-  std::array<std::optional<double>, 5> ms;  ///< by kKinds; empty where the kind did not run
+  /// By kComputeKinds (plan/plan.hpp); empty where the kind did not run.
+  std::array<std::optional<double>, kComputeKinds.size()> ms;
 
   [[nodiscard]] std::optional<double> of(OpKind kind) const;
   void set(OpKind kind, double value);

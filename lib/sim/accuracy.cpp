@@ -187,7 +187,7 @@ AccuracyComparison compare_run(const Plan& plan, const SimInput& input, const Si
                 fmt::format("is {}", measured.stage_ms[s].stage),
                 fmt::format("{} (one entry per stage, in order)", s));
     // How often each (stage, kind) runs in one iteration, to weigh the op-time error.
-    constexpr auto& kinds = StageOpTimes::kKinds;
+    constexpr auto& kinds = kComputeKinds;
     std::vector<std::array<int, kinds.size()>> count(plan.stages.size(), std::array<int, kinds.size()>{});
     for (const auto& program : plan.programs)
       for (const Op& op : program)

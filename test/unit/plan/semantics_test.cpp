@@ -1,9 +1,12 @@
 #include "plan/semantics.hpp"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
+
+#include "plan/run_report.hpp"
 
 using namespace octo;
 
@@ -85,6 +88,27 @@ TEST_CASE("stage_ops: F, R where the stage recomputes, then B and W or the fused
   CHECK_FALSE(stage_ops(true, true).has(OpKind::BW));
   CHECK_FALSE(stage_ops(false, false).has(OpKind::R));
   static_assert(stage_ops(true, true).count == 4 && stage_ops(false, false).count == 2);
+}
+
+TEST_CASE("compute_kind_index: each compute kind its own slot, comm kinds none", "[semantics]") {
+  std::vector<bool> taken(kComputeKinds.size(), false);
+  for (const OpKind kind : {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::R}) {
+    const std::optional<std::size_t> i = compute_kind_index(kind);
+    REQUIRE(i.has_value());
+    REQUIRE(*i < kComputeKinds.size());
+    CHECK(kComputeKinds[*i] == kind);
+    CHECK_FALSE(taken[*i]);
+    taken[*i] = true;
+  }
+  CHECK_FALSE(compute_kind_index(OpKind::Send).has_value());
+  CHECK_FALSE(compute_kind_index(OpKind::Recv).has_value());
+  // A run report's per-stage times are kept by that slot: each kind reads back what was set.
+  StageOpTimes t;
+  t.set(OpKind::W, 2.5);
+  t.set(OpKind::Send, 9.0);  // not a compute kind: ignored
+  CHECK(t.of(OpKind::W) == 2.5);
+  CHECK_FALSE(t.of(OpKind::F).has_value());
+  CHECK_FALSE(t.of(OpKind::Send).has_value());
 }
 
 TEST_CASE("picks: B and BW both answer to Backward, only B to B", "[semantics]") {
