@@ -157,9 +157,6 @@ class Validator {
       if (placed(op.stage) && stage_device(op.stage) != d)
         add("{}: on device {}, but stage {} is placed on device {}", at(id), d, op.stage,
             stage_device(op.stage));
-      if (op.kind == OpKind::R && !plan_.stages[op.stage].recompute)
-        add("{}: stage {} does not recompute (expected R only for stages with recompute: true)", at(id),
-            op.stage);
       const auto k = ix_.key(op.stage, op.mb);
       const std::int32_t first = lookup(op.kind)[k];
       if (first != id) add("{}: duplicate of {} (expected exactly one)", at(id), path(first));
@@ -186,28 +183,51 @@ class Validator {
                      : std::string("stage has no valid device");
   }
 
+  /// Every (stage, micro-batch) has the ops stage_ops (plan/semantics.hpp) gives it — F, R where the
+  /// stage recomputes, then the fused BW or B and W (whichever the pair has) — once each, and no
+  /// other: each diagnostic names what is missing and who needs it, or what does not belong.
   void check_counts() {
     for (int s = 0; s < ix_.stages; ++s) {
       const bool recompute = plan_.stages[s].recompute;
       for (int m = 0; m < ix_.microbatches; ++m) {
         const auto k = ix_.key(s, m);
         const auto name = [&](OpKind kind) { return describe(Op::compute(kind, s, m)); };
-        if (ix_.f[k] < 0) add("stages[{}]: {} is missing ({})", s, name(OpKind::F), where_expected(s));
-        if (recompute && ix_.r[k] < 0)
-          add("stages[{}]: {} is missing (the stage recomputes; {})", s, name(OpKind::R), where_expected(s));
-        const bool b = ix_.b[k] >= 0, w = ix_.w[k] >= 0, bw = ix_.bw[k] >= 0;
-        if (bw && (b || w))
-          add("{}: fused with a separate {} (expected BW, or B and W)", at(ix_.bw[k]),
-              b ? name(OpKind::B) : name(OpKind::W));
-        else if (!bw && !b && !w)
-          add("stages[{}]: {} (or {}) is missing ({})", s, name(OpKind::B), name(OpKind::BW),
-              where_expected(s));
-        else if (b && !w)
-          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::W), name(OpKind::B),
-              path(ix_.b[k]));
-        else if (w && !b && !bw)
-          add("stages[{}]: {} is missing ({} at {} needs it)", s, name(OpKind::B), name(OpKind::W),
-              path(ix_.w[k]));
+        const auto id = [&](OpKind kind) { return lookup(kind)[k]; };
+        // The pair's backward is split where it has a B or a W and no BW.
+        const bool split = id(OpKind::BW) < 0 && (id(OpKind::B) >= 0 || id(OpKind::W) >= 0);
+        const StageOps expected = stage_ops(split, recompute);
+        for (const OpKind kind : expected) {
+          if (id(kind) >= 0) continue;
+          switch (kind) {
+            case OpKind::R:
+              add("stages[{}]: {} is missing (the stage recomputes; {})", s, name(kind), where_expected(s));
+              break;
+            case OpKind::BW:
+              add("stages[{}]: {} (or {}) is missing ({})", s, name(OpKind::B), name(kind),
+                  where_expected(s));
+              break;
+            case OpKind::B:
+            case OpKind::W: {
+              const OpKind other = kind == OpKind::B ? OpKind::W : OpKind::B;
+              add("stages[{}]: {} is missing ({} at {} needs it)", s, name(kind), name(other),
+                  path(id(other)));
+              break;
+            }
+            default:
+              add("stages[{}]: {} is missing ({})", s, name(kind), where_expected(s));
+          }
+        }
+        bool fused_reported = false;
+        for (const OpKind kind : kComputeKinds) {
+          if (id(kind) < 0 || expected.has(kind)) continue;
+          if (kind == OpKind::R) {
+            add("{}: stage {} does not recompute (expected R only for stages with recompute: true)",
+                at(id(kind)), s);
+          } else if (!fused_reported) {  // a B or W beside the fused BW: one message for the pair
+            add("{}: fused with a separate {} (expected BW, or B and W)", at(id(OpKind::BW)), name(kind));
+            fused_reported = true;
+          }
+        }
       }
     }
   }

@@ -81,9 +81,22 @@ TEST_CASE("validation reports missing and extra compute ops", "[validate]") {
     plan.programs[0] = {c(OpKind::F, 0, 0), c(OpKind::F, 1, 0), c(OpKind::R, 1, 0), c(OpKind::BW, 1, 0),
                         c(OpKind::BW, 0, 0)};
     CHECK(validate_plan(plan) ==
-          Problems{"devices[0].ops[2] (R mb0 s1): stage 1 does not recompute (expected R only for stages "
-                   "with recompute: true)",
-                   "stages[0]: R mb0 s0 is missing (the stage recomputes; expected on device 0)"});
+          Problems{"stages[0]: R mb0 s0 is missing (the stage recomputes; expected on device 0)",
+                   "devices[0].ops[2] (R mb0 s1): stage 1 does not recompute (expected R only for stages "
+                   "with recompute: true)"});
+  }
+  SECTION("a fused BW beside both B and W: one message for the pair") {
+    Plan plan = make_plan({1}, {0}, 1, 1);
+    plan.programs[0] = {c(OpKind::F, 0, 0), c(OpKind::B, 0, 0), c(OpKind::BW, 0, 0), c(OpKind::W, 0, 0)};
+    CHECK(
+        validate_plan(plan) ==
+        Problems{"devices[0].ops[2] (BW mb0 s0): fused with a separate B mb0 s0 (expected BW, or B and W)"});
+  }
+  SECTION("micro-batches may differ: one fused, one split") {
+    Plan plan = make_plan({1}, {0}, 1, 2);
+    plan.programs[0] = {c(OpKind::F, 0, 0), c(OpKind::BW, 0, 0), c(OpKind::F, 0, 1), c(OpKind::B, 0, 1),
+                        c(OpKind::W, 0, 1)};
+    CHECK(validate_plan(plan).empty());
   }
 }
 
