@@ -182,9 +182,14 @@ std::vector<int> min_max_split(std::span<const double> costs, int parts) {
   auto ct = [&](int k, int i) -> int& {
     return cut[static_cast<std::size_t>(k) * width + static_cast<std::size_t>(i)];
   };
+  // Part costs are squared in units of the power of two at or below `target` (each part then
+  // below 2), so that costs near the largest double do not overflow to infinity and leave no
+  // split; scaling by a power of two is exact, so the comparisons are those of the plain squares.
+  const double unit = target > 0 ? std::ldexp(1.0, std::ilogb(target)) : 1.0;
+  auto square = [unit](double part) { return (part / unit) * (part / unit); };
   for (int i = 0; i < n; ++i) {
     const double last = seg(i, n);
-    if (last <= target) ev(1, i) = last * last;
+    if (last <= target) ev(1, i) = square(last);
     ct(1, i) = n;
   }
   // A rest [e, n) heavier than k − 1 parts of `target` has no split (ev infinite): skipped, from
@@ -207,7 +212,7 @@ std::vector<int> min_max_split(std::span<const double> costs, int parts) {
       for (int e = std::max(rest_from, i + 1); e + (k - 1) <= n; ++e) {
         const double first = seg(i, e);
         if (first > target) break;
-        const double total = first * first + ev(k - 1, e);
+        const double total = square(first) + ev(k - 1, e);
         if (total < ev(k, i)) {
           ev(k, i) = total;
           ct(k, i) = e;

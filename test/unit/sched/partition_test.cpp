@@ -159,4 +159,11 @@ TEST_CASE("balanced split: hand cases and errors") {
   CHECK_THROWS_AS(min_max_split(c, 0), Error);
   const std::vector<double> bad = {1, -1};
   CHECK_THROWS_MATCHES(min_max_split(bad, 1), Error, MessageContains("layer 1 has cost -1"));
+  // Costs whose squares overflow a double split as the same costs scaled down do (a cost file with
+  // f_ms: 1e300 ended in "internal error, optimum ... not reachable").
+  for (const double scale : {1e300, 1e160, 1e-300}) {
+    std::vector<double> huge = heavy;
+    for (double& x : huge) x *= scale;
+    CHECK(min_max_split(huge, 4) == std::vector<int>{1, 4, 7, 8});
+  }
 }
