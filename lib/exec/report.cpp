@@ -222,7 +222,7 @@ Measurement measure(const ExecPlan& plan, const RunStats& stats, int warmup) {
 
   // Mean op time per stage and kind over the measured steps and all replicas.
   const auto S = p.stages.size();
-  std::vector<std::array<double, 5>> sum(S), n(S);
+  std::vector<std::array<double, kComputeKinds.size()>> sum(S), n(S);
   for (std::size_t r = 0; r < stats.per_rank.size(); ++r) {
     const auto& program = p.programs[static_cast<std::size_t>(layout.coords(static_cast<int>(r)).pp)];
     for (int s = first; s < end; ++s) {

@@ -35,6 +35,29 @@ std::int64_t op_count(const Programs& order) {
   return ops;
 }
 
+/// What one justification of `ops` compute ops is charged (its passes over the ops, in timed ops).
+std::int64_t justify_work(const JustifyOptions& jo, std::int64_t ops) {
+  return static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+}
+
+/// The shifting bottleneck's order of the structure that `order` schedules (split or fused as it
+/// is), justified, and the timed ops the bottleneck and the justification took.
+struct BottleneckOrder {
+  ListSchedule schedule;
+  std::int64_t bottleneck_ops = 0;  ///< the shifting bottleneck's alone
+  std::int64_t work = 0;            ///< with the justification's
+};
+
+BottleneckOrder bottleneck_order(const ListScheduleProblem& problem, const Programs& order,
+                                 const JustifyOptions& jo) {
+  const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(order));
+  BottleneckOrder out;
+  out.schedule = justify(problem, b.schedule.programs, jo);
+  out.bottleneck_ops = b.timed_ops;
+  out.work = b.timed_ops + justify_work(jo, op_count(order));
+  return out;
+}
+
 }  // namespace
 
 Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_ops, std::uint64_t seed) {
@@ -56,12 +79,11 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
   std::vector<std::pair<Programs, std::string_view>> starts;
   starts.emplace_back(std::move(order), "");
   if (ops <= kMaxReorderedOps) {
-    const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(starts.front().first));
-    ListSchedule bj = justify(problem, b.schedule.programs, jo);
-    out.bottleneck_ops = b.timed_ops + static_cast<std::int64_t>(jo.rounds) * 2 * ops;
-    out.timed_ops += out.bottleneck_ops;
-    if (bj.feasible() && faster(bj.makespan_ms, best.e.makespan_ms))
-      starts.emplace_back(std::move(bj.programs), kBottleneckTag);
+    BottleneckOrder b = bottleneck_order(problem, starts.front().first, jo);
+    out.bottleneck_ops = b.work;
+    out.timed_ops += b.work;
+    if (b.schedule.feasible() && faster(b.schedule.makespan_ms, best.e.makespan_ms))
+      starts.emplace_back(std::move(b.schedule.programs), kBottleneckTag);
   }
   OrderSearchOptions options;
   options.max_timed_ops = max_timed_ops;
@@ -89,7 +111,7 @@ Polish polish(const Scored& best, const Evaluator& ev, std::int64_t max_timed_op
     // Then the best order so far justified (a few passes over the ops): it fills gaps that moves
     // inside critical blocks leave.
     const ListSchedule justified = justify(problem, searched ? r.schedule.programs : start, jo);
-    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 2 * ops;
+    out.timed_ops += justify_work(jo, ops);
     const double reference = searched ? r.schedule.makespan_ms : best.e.makespan_ms;
     if (justified.feasible() && faster(justified.makespan_ms, reference))
       try_order(justified.programs, start_tag, searched ? "order-searched, justified" : "justified");
@@ -129,7 +151,7 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
         tag = "slack-rescheduled, justified";
       }
     }
-    out.timed_ops += static_cast<std::int64_t>(jo.rounds) * 4 * ops;
+    out.timed_ops += 2 * justify_work(jo, ops);
     out.evaluated_ops += ops;
     std::vector<std::pair<ListSchedule, std::string_view>> orders;
     orders.emplace_back(std::move(justified), tag);
@@ -137,12 +159,11 @@ Polish justify_elite(const std::vector<Scored>& elite, const Scored& top, const 
     // at least as it did without it). It costs a few hundred timed ops per op (more with more
     // devices): it orders structures until the elite has spent kMaxPolishOps on it.
     if (bottleneck_ops < kMaxPolishOps) {
-      const BottleneckSchedule b = shifting_bottleneck(problem, splits_backward(order));
-      bottleneck_ops += b.timed_ops;
-      const std::int64_t work = b.timed_ops + static_cast<std::int64_t>(jo.rounds) * 2 * ops;
-      out.timed_ops += work;
-      out.bottleneck_ops += work;
-      orders.emplace_back(justify(problem, b.schedule.programs, jo), kBottleneckTag);
+      BottleneckOrder b = bottleneck_order(problem, order, jo);
+      bottleneck_ops += b.bottleneck_ops;
+      out.timed_ops += b.work;
+      out.bottleneck_ops += b.work;
+      orders.emplace_back(std::move(b.schedule), kBottleneckTag);
     }
     for (const auto& [schedule, how] : orders) {
       const Evaluation& against = out.better ? out.better->e : top.e;
