@@ -382,7 +382,7 @@ PY
     scripts/bench-bound --octoplan "$octoplan" --bounds-only --json "$work/none/run.json"
   # The four scripts that run octoplan find it one way (scripts/octoplan_binary.py): a --octoplan
   # that is not an executable file is named, not run into a traceback.
-  for script in bench-bound bench-tuner bench-parallel make-cost-profile; do
+  for script in bench-bound bench-tuner bench-parallel make-cost-profile fuzz-bounds; do
     args=(--octoplan "$work/keep.yaml")
     [[ $script == make-cost-profile ]] && args+=(profiles/models/tiny-hybrid.yaml -o "$work/x.yaml")
     [[ $script == bench-bound ]] && args+=(--bounds-only)
@@ -390,6 +390,36 @@ PY
       scripts/$script "${args[@]}"
   done
   ls -A "$work" | grep -q "tmp" && fail "a temporary file was left: $(ls -A "$work")"
+  ;;
+fuzz-bounds)
+  # scripts/fuzz-bounds: random inputs through the command line, every report's bounds against its
+  # plan. A few cases pass on this build; through an octoplan whose plans claim a bound above their
+  # iteration time (a wrapper that rewrites the written plan) the script fails and keeps the inputs.
+  scripts/fuzz-bounds --octoplan "$octoplan" --cases 4 --seed 3 --budget 0.05 --keep "$work/kept" \
+    >"$work/fuzz.out" 2>&1 || fail "fuzz-bounds on this build: $(cat "$work/fuzz.out")"
+  grep -Eq "^4 random cases \(seed 3\): [0-9]+ plans written or refused, [1-9][0-9]* bounds checked, 0 above" \
+    "$work/fuzz.out" || fail "fuzz-bounds summary: $(cat "$work/fuzz.out")"
+  cat >"$work/inflating-octoplan" <<SH
+#!/usr/bin/env bash
+"$octoplan" "\$@" || exit \$?
+out=""; prev=""
+for a in "\$@"; do [[ \$prev == -o ]] && out=\$a; prev=\$a; done
+[[ -n \$out ]] || exit 0
+python3 - "\$out" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+p = plan["predicted"]
+if "lower_bound_ms" in p:
+    p["lower_bound_ms"] = p["iteration_time_ms"] * 1.01
+json.dump(plan, open(sys.argv[1], "w"))
+PY
+SH
+  chmod +x "$work/inflating-octoplan"
+  scripts/fuzz-bounds --octoplan "$work/inflating-octoplan" --cases 2 --seed 3 --budget 0.05 --keep "$work/kept2" \
+    >"$work/fuzz2.out" 2>&1
+  [[ $? -eq 1 ]] || fail "fuzz-bounds did not fail on bounds above the iteration: $(cat "$work/fuzz2.out")"
+  grep -q "FAILED .*lower_bound_ms .* > iteration_time_ms" "$work/fuzz2.out" || fail "no FAILED line: $(cat "$work/fuzz2.out")"
+  ls "$work"/kept2/case*/model.yaml >/dev/null 2>&1 || fail "the failing inputs were not kept"
   ;;
 *) fail "unknown case $case_name" ;;
 esac
