@@ -65,10 +65,13 @@ struct TailParts {
 /// The data-parallel tail of the layers (lib/plan/CONTRACTS.md "DP tail"; none at DP 1) as the
 /// any-plan bound needs it: however the layers are cut and placed, the stages' reductions (and
 /// ZeRO-1 gathers) sum to at least their parameter-proportional parts plus one latency part per
-/// used device (each holds a stage), and the optimizer steps of all devices to the total.
+/// used device (each holds a stage), and the optimizer steps of all devices to the total. A
+/// stage's reduction is at least that of any one of its layers (its bytes and its rings include
+/// the layer's), so none is shorter than the least single layer's (`least_sync`).
 struct DataTail {
   bool present = false;
   double sync = 0, sync_latency = 0;      ///< Σ of the reductions' bandwidth parts; the least latency part
+  double least_sync = 0;                  ///< the least reduction of one layer (both parts)
   double gather = 0, gather_latency = 0;  ///< the same for the ZeRO-1 all-gathers
   double optimizer = 0;                   ///< Σ of the optimizer steps
 
@@ -80,7 +83,11 @@ struct DataTail {
       for (double b : parts.bandwidth) sum += b;
       least = *std::min_element(parts.latency.begin(), parts.latency.end());
     };
-    split(TailParts(in.grad_sync_ms, in.grad_sync_latency_ms), sync, sync_latency);
+    const TailParts sync_parts(in.grad_sync_ms, in.grad_sync_latency_ms);
+    split(sync_parts, sync, sync_latency);
+    least_sync = kInf;
+    for (std::size_t l = 0; l < sync_parts.bandwidth.size(); ++l)
+      least_sync = std::min(least_sync, sync_parts.bandwidth[l] + sync_parts.latency[l]);
     split(TailParts(in.param_gather_ms, in.param_gather_latency_ms), gather, gather_latency);
     for (double t : in.optimizer_ms) optimizer += t;
   }
@@ -384,9 +391,11 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
   auto head = [&](int a, int j) { return L.f_before[static_cast<std::size_t>(a)] + chain(a, j); };
   auto tail = [&](int a, int j) { return L.b_before[static_cast<std::size_t>(a)] + L.w[0] + chain(a, j); };
 
-  // The DP tail: after its compute stream (and its reductions) a device runs its optimizer step,
-  // then its ZeRO-1 gathers; its reductions start no earlier than its first stage is done with all
-  // m micro-batches (m F and m B ops of at least its lightest layer).
+  // The DP tail: after its compute stream and its reductions a device runs its optimizer step,
+  // then its ZeRO-1 gathers. Its last compute op is the last backward of one of its stages, whose
+  // reduction starts after it (at least the least one layer's); its reductions start no earlier
+  // than its first stage is done with all m micro-batches (m F and m B ops of at least its
+  // lightest layer).
   const DataTail tail_dp(in);
   double lightest = kInf;
   for (int l = 0; l < n; ++l)
@@ -452,7 +461,7 @@ LowerBound any_plan_bound(const SimInput& in, int microbatches, bool full) {
     std::vector<BoundTerm> terms{{"work", work}, {"critical_path", path}};
     if (tail_dp.present) {
       const double after = (tail_dp.optimizer + tail_dp.gather) / k + tail_dp.gather_latency;
-      terms.push_back({"work_and_step", work + after});
+      terms.push_back({"work_and_step", work + tail_dp.least_sync + after});
       terms.push_back({"reductions", first_ready + tail_dp.sync / k + tail_dp.sync_latency + after});
     }
     // The quick bound's packing searches stop early (the conditions decide most cases) and check
@@ -615,17 +624,21 @@ LowerBound structure_bound(const std::vector<Stage>& stages, int microbatches, c
   // The DP tail (lib/plan/CONTRACTS.md "Around the pipeline"): a device's reductions run one after
   // another on its DP stream, each once its stage's last backward has ended (no earlier than the
   // last rank's B release + B + W); the optimizer step follows its compute and its reductions, the
-  // ZeRO-1 gathers the step. The any-plan bound prices them at every layer's cheapest device, so
-  // this is the term that sees the plan's own groups' links.
+  // ZeRO-1 gathers the step. The device's last compute op is the last backward of one of its
+  // stages, so after its compute work at least that stage's reduction (the least of its stages')
+  // still runs. The any-plan bound prices them at every layer's cheapest device, so this is the
+  // term that sees the plan's own groups' links.
   if (!in.grad_sync_ms.empty()) {
     const auto D = static_cast<std::size_t>(in.devices);
-    std::vector<double> ready(D, kInf), sync(D, 0.0), gather(D, 0.0), work(D, 0.0);
+    std::vector<double> ready(D, kInf), sync(D, 0.0), least_sync(D, kInf), gather(D, 0.0), work(D, 0.0);
     std::vector<std::uint8_t> used(D, 0);
     for (std::size_t s = 0; s < N; ++s) {
       const auto d = static_cast<std::size_t>(dev(static_cast<int>(s)));
       used[d] = 1;
       ready[d] = std::min(ready[d], RB[at(s, K - 1)] + B[s] + W[s]);
-      if (s < in.grad_sync_ms.size()) sync[d] += in.grad_sync_ms[s];
+      const double stage_sync = s < in.grad_sync_ms.size() ? in.grad_sync_ms[s] : 0.0;
+      sync[d] += stage_sync;
+      least_sync[d] = std::min(least_sync[d], stage_sync);
       if (s < in.param_gather_ms.size()) gather[d] += in.param_gather_ms[s];
       work[d] += m * (F[s] + B[s] + W[s] + R[s]);
     }
@@ -633,7 +646,7 @@ LowerBound structure_bound(const std::vector<Stage>& stages, int microbatches, c
     for (std::size_t d = 0; d < D; ++d) {
       if (!used[d]) continue;
       const double step = d < in.optimizer_ms.size() ? in.optimizer_ms[d] : 0.0;
-      tail = std::max(tail, std::max(work[d], ready[d] + sync[d]) + step + gather[d]);
+      tail = std::max(tail, std::max(work[d] + least_sync[d], ready[d] + sync[d]) + step + gather[d]);
     }
     terms.push_back({"data_parallel_tail", tail});
   }

@@ -401,6 +401,29 @@ TEST_CASE("bounds of hand-derived cases", "[bound]") {
   }
 }
 
+TEST_CASE("the DP tail: a device's last backward is followed by its stage's reduction", "[bound]") {
+  // One device, two single-layer stages (F = 1, BW = 2), one micro-batch, a reduction of 0.5 ms per
+  // stage and an optimizer step of 1 ms. The compute runs F F BW BW and ends at 6; the last op is
+  // stage 0's backward, so its reduction runs 6 .. 6.5 and the step 6.5 .. 7.5. Before the bounds
+  // charged a reduction after the compute work they stopped at work + step = 7; any order of the
+  // four ops ends its compute at 6 at the earliest, with one stage's reduction still to run.
+  SimInput in = make_input(1, {cost(1, 2, 0), cost(1, 2, 0)});
+  in.grad_sync_ms = {0.5, 0.5};
+  in.optimizer_ms = {1.0};
+  const Plan plan = make_plan(1, 1, {0, 0}, {{F(0, 0), F(1, 0), BW(1, 0), BW(0, 0)}});
+  CHECK(simulate(plan, in).makespan_ms == Approx(7.5));
+  CHECK(structure_lower_bound(plan.stages, 1, in).ms == Approx(7.5));
+  const LowerBound any = any_plan_lower_bound(in, 1);
+  CHECK(any.binding == "work_and_step");
+  CHECK(any.ms == Approx(7.5));
+  // A device's least stage reduction counts, not its total: with 0.5 and 3 ms the larger one can
+  // run while stage 0's backward does (stage 1 is done at 4): 4 .. 7, then stage 0's 7 .. 7.5 and
+  // the step, 8.5, which the reductions' own chain (ready at 4, 3.5 ms of reductions) bounds.
+  in.grad_sync_ms = {0.5, 3.0};
+  CHECK(simulate(plan, in).makespan_ms == Approx(8.5));
+  CHECK(structure_lower_bound(plan.stages, 1, in).ms == Approx(8.5));
+}
+
 TEST_CASE("coarse layers: the granularity is the pigeonhole count, far above the volume", "[bound]") {
   // Seven equal layers (F = 1, B = 2, w = 0) on three devices, m = 4, free transfers: the volume
   // gives 7 · 3 · 4 / 3 = 28, but some device holds at least three layers: 3 · 3 · 4 = 36. A

@@ -263,10 +263,13 @@ TEST_CASE("the search computes full bounds only where needed; quick ones never e
 }
 
 TEST_CASE("a ZeRO-0 row gets its own bound, below ZeRO 1's where the parameter all-gather is slow") {
-  // Between the nodes 1 MB/s: ZeRO 1's all-gather of the parameters after the step is what its bound
-  // ends on, while ZeRO 0 all-reduces during the backward pass.
+  // Every link 1 MB/s: ZeRO 1's all-gather of the parameters after the step is what its bound ends on,
+  // while ZeRO 0 all-reduces during the backward pass, all but its last stage's reduction. (With
+  // only the links between the nodes slow, the data groups inside a node pay latencies alone, and
+  // ZeRO 0's last all-reduce, two ring phases, costs as much as ZeRO 1's reduce-scatter + gather.)
   PlannerInputs in = tiny_inputs(2, 4);
   in.cluster.inter_node.bandwidth_gbs = 1e-3;
+  in.cluster.intra_node.bandwidth_gbs = 1e-3;
   const ParallelSearchResult r = search_parallel(in, quick(100, 20));
   REQUIRE(r.winner >= 0);
   check_row_bounds(in, r);
