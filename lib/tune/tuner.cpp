@@ -11,6 +11,7 @@
 #include "sim/sim_input.hpp"
 #include "tune/baselines.hpp"
 #include "tune/budget.hpp"
+#include "tune/fewer_devices.hpp"
 #include "tune/memory_policy.hpp"
 #include "tune/progress.hpp"
 #include "tune/result.hpp"
@@ -105,6 +106,13 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   }
   const Scored* top = best->top ? &*best->top : nullptr;
   const Evaluator& evaluator = *best->evaluator;
+  // 3b. Where the bound of any plan lies at fewer devices, the usual shapes on that many
+  //     (tune/fewer_devices.hpp): the search keeps every device busy.
+  std::optional<Scored> fewer;
+  if (any.devices > 0 && any.devices < p && !budget.interrupted())
+    fewer = fewer_devices_plan(inputs, evaluator, any.devices, [&] { return budget.out_of_time(); });
+  const bool on_fewer = fewer && (!top || improves(fewer->e, top->e));
+  if (on_fewer) top = &*fewer;
   const Evaluation& incumbent_eval = best->incumbent_eval;
   result.memory_limit_bytes = best->limit.bytes;
   result.memory_note = best->limit.note;
@@ -122,7 +130,7 @@ TuneResult tune(const PlannerInputs& inputs_in, const TuneOptions& options) {
   // 4. The result: the best candidate unless the incumbent baseline is at least as good.
   if (top && (!incumbent || !incumbent_eval.ok || improves(top->e, incumbent_eval))) {
     (void)evaluator.evaluate(top->c, sim, &result.plan);
-    result.stats.origin = "search";
+    result.stats.origin = on_fewer ? fmt::format("{} of the {} pipeline devices", any.devices, p) : "search";
     result.stats.schedule = top->c.describe();
   } else if (incumbent) {
     result.plan = *incumbent->plan;
