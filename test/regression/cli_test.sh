@@ -404,7 +404,7 @@ fuzz-bounds)
 "$octoplan" "\$@" || exit \$?
 out=""; prev=""
 for a in "\$@"; do [[ \$prev == -o ]] && out=\$a; prev=\$a; done
-[[ -n \$out ]] || exit 0
+[[ \$out == *.json ]] || exit 0  # a plan (make-cost-profile's estimate writes YAML)
 python3 - "\$out" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
