@@ -29,23 +29,15 @@ std::optional<Scored> fewer_devices_plan(const PlannerInputs& inputs, const Eval
     st.ends = min_max_split(work, stages);
     st.device = place_stages(placement, stages, k);
     st.recompute.assign(static_cast<std::size_t>(stages), 0);
-    shapes.push_back(st);
     // More layers on a device hold more activations: the recompute choices the seeds try too.
-    for (const bool all : {false, true}) {
-      Structure r = st;
-      r.recompute = recompute_where_needed(st, all, on_k, evk);
-      if (r.recompute != st.recompute) shapes.push_back(std::move(r));
-    }
+    const std::vector<Structure> variants = recompute_variants(st, on_k, evk);
+    shapes.insert(shapes.end(), variants.begin(), variants.end());
   }
   Simulator sim;
   std::optional<Scored> best;
   for (const Structure& st : shapes) {
     if (stop && stop()) break;
-    Candidate base;
-    base.ends = st.ends;
-    base.device = st.device;
-    base.recompute = st.recompute;
-    for (Candidate& c : option_grid(base, k, without_w(inputs))) {
+    for (Candidate& c : option_grid(candidate_of(st), k, without_w(inputs))) {
       const Evaluation e = evk.evaluate(c, sim);
       if (e.ok && (!best || improves(e, best->e))) best = Scored{std::move(c), e};
     }

@@ -34,14 +34,6 @@ ListScheduleOptions preset(bool split, MemoryMode mem, FOrder order, bool forwar
   return o;
 }
 
-Candidate candidate_of(const Structure& st) {
-  Candidate c;
-  c.ends = st.ends;
-  c.device = st.device;
-  c.recompute = st.recompute;
-  return c;
-}
-
 /// One stage per layer, stage s on device s mod p.
 std::vector<int> cyclic_map(int stages, int devices) {
   std::vector<int> map(static_cast<std::size_t>(stages));
@@ -71,6 +63,14 @@ std::vector<int> greedy_map(std::span<const double> work, int devices) {
 }
 
 }  // namespace
+
+Candidate candidate_of(const Structure& st) {
+  Candidate c;
+  c.ends = st.ends;
+  c.device = st.device;
+  c.recompute = st.recompute;
+  return c;
+}
 
 std::vector<Structure> seed_structures(const PlannerInputs& inputs, const Evaluator& ev,
                                        std::span<const double> work, const std::function<bool()>& stop) {
@@ -287,6 +287,20 @@ std::vector<std::uint8_t> recompute_where_needed(const Structure& st, bool all, 
   return rc;
 }
 
+std::vector<Structure> recompute_variants(const Structure& st, const PlannerInputs& inputs,
+                                          const Evaluator& ev) {
+  std::vector<Structure> out{st};
+  if (ev.memory_limit_bytes() > 0) {
+    Structure some = st;
+    some.recompute = recompute_where_needed(st, false, inputs, ev);
+    if (some.recompute != st.recompute) out.push_back(std::move(some));
+    Structure every = st;
+    every.recompute = recompute_where_needed(st, true, inputs, ev);
+    out.push_back(std::move(every));
+  }
+  return out;
+}
+
 std::vector<Candidate> preset_candidates(const std::vector<Structure>& structures,
                                          const PlannerInputs& inputs, const Evaluator& ev,
                                          std::vector<int>& owner) {
@@ -299,15 +313,8 @@ std::vector<Candidate> preset_candidates(const std::vector<Structure>& structure
   if (without_w(inputs)) presets.push_back(preset(false, MemoryMode::Reserve, FOrder::OldestFirst, true));
   std::vector<Structure> variants;
   for (const Structure& st : structures) {
-    variants.push_back(st);
-    if (ev.memory_limit_bytes() > 0) {
-      Structure some = st;
-      some.recompute = recompute_where_needed(st, false, inputs, ev);
-      if (some.recompute != st.recompute) variants.push_back(some);
-      Structure every = st;
-      every.recompute = recompute_where_needed(st, true, inputs, ev);
-      variants.push_back(every);
-    }
+    const std::vector<Structure> v = recompute_variants(st, inputs, ev);
+    variants.insert(variants.end(), v.begin(), v.end());
   }
   std::vector<Candidate> out;
   owner.clear();

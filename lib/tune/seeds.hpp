@@ -43,6 +43,14 @@ struct Structure {
                                                                const PlannerInputs& inputs,
                                                                const Evaluator& evaluator);
 
+/// The candidate of a structure, with the list scheduler's default options.
+[[nodiscard]] Candidate candidate_of(const Structure& st);
+
+/// `st` and, under a memory limit, its recompute variants: where needed (when that differs from
+/// `st`) and everywhere.
+[[nodiscard]] std::vector<Structure> recompute_variants(const Structure& st, const PlannerInputs& inputs,
+                                                        const Evaluator& evaluator);
+
 /// Phase A of the seeds: every structure (with the recompute variants memory calls for) under five
 /// scheduler presets (split or fused backward, reserve or greedy admission; fused forward-first
 /// reserve when without_w), and as the explicit
