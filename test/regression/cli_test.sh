@@ -420,6 +420,15 @@ SH
   [[ $? -eq 1 ]] || fail "fuzz-bounds did not fail on bounds above the iteration: $(cat "$work/fuzz2.out")"
   grep -q "FAILED .*lower_bound_ms .* > iteration_time_ms" "$work/fuzz2.out" || fail "no FAILED line: $(cat "$work/fuzz2.out")"
   ls "$work"/kept2/case*/model.yaml >/dev/null 2>&1 || fail "the failing inputs were not kept"
+  # Its own options are checked before anything runs.
+  expect_fail "fuzz-bounds --cases 0" "fuzz-bounds: --cases 0: expected at least 1" \
+    scripts/fuzz-bounds --octoplan "$octoplan" --cases 0
+  expect_fail "fuzz-bounds --budget 0" "fuzz-bounds: --budget 0.0: expected a number of seconds > 0" \
+    scripts/fuzz-bounds --octoplan "$octoplan" --budget 0
+  echo keep >"$work/a-file"
+  expect_fail "fuzz-bounds --keep onto a file" "fuzz-bounds: --keep .*a-file: not a folder" \
+    scripts/fuzz-bounds --octoplan "$octoplan" --cases 1 --keep "$work/a-file"
+  [[ $(cat "$work/a-file") == keep ]] || fail "fuzz-bounds changed the file given as --keep"
   ;;
 *) fail "unknown case $case_name" ;;
 esac
